@@ -1,0 +1,425 @@
+#include "generator/ir/uop.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <deque>
+#include <unordered_set>
+
+namespace kiln {
+
+// ---------------------------------------------------------------- args
+
+ConstValue ConstValue::of_float(double v) {
+  if (v != v) v = std::numeric_limits<double>::quiet_NaN();
+  return {Kind::Float, 0, v};
+}
+
+bool ConstValue::operator==(const ConstValue& o) const {
+  if (kind != o.kind) return false;
+  if (kind == Kind::Float) return std::memcmp(&f, &o.f, sizeof f) == 0;
+  return i == o.i;
+}
+
+std::string_view axis_type_name(AxisType t) {
+  switch (t) {
+    case AxisType::Device: return "device";
+    case AxisType::Global: return "global";
+    case AxisType::Warp: return "warp";
+    case AxisType::Local: return "local";
+    case AxisType::Weak: return "weak";
+    case AxisType::GroupReduce: return "group_reduce";
+    case AxisType::Reduce: return "reduce";
+    case AxisType::Upcast: return "upcast";
+    case AxisType::Unroll: return "unroll";
+    case AxisType::Thread: return "thread";
+    case AxisType::Placeholder: return "placeholder";
+    case AxisType::Loop: return "loop";
+  }
+  return "?";
+}
+
+std::optional<Op> parse_op(std::string_view name) {
+  for (int i = 0; i < kNumOps; ++i)
+    if (detail::kOpNames[i] == name) return static_cast<Op>(i);
+  return std::nullopt;
+}
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+uint64_t hash_str(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+uint64_t hash_arg(const Arg& a) {
+  uint64_t h = a.index();
+  std::visit(
+      [&](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, ConstValue>) {
+          uint64_t bits;
+          std::memcpy(&bits, &v.f, sizeof bits);
+          h = mix(mix(mix(h, uint64_t(v.kind)), uint64_t(v.i)), v.is_float() ? bits : 0);
+        } else if constexpr (std::is_same_v<T, VarArg>) {
+          h = mix(mix(mix(mix(h, hash_str(v.name)), uint64_t(v.min)), uint64_t(v.max)), uint64_t(v.multiple_of));
+        } else if constexpr (std::is_same_v<T, RangeArg>) {
+          h = mix(mix(mix(h, uint64_t(v.axis)), uint64_t(v.type)), uint64_t(v.sub));
+        } else if constexpr (std::is_same_v<T, ParamArg>) {
+          h = mix(mix(mix(h, uint64_t(v.slot)), uint64_t(v.size)), hash_str(v.name));
+        } else if constexpr (std::is_same_v<T, ReduceArg>) {
+          h = mix(mix(h, uint64_t(v.op)), uint64_t(v.horizontal));
+        } else if constexpr (std::is_same_v<T, Name>) {
+          h = mix(h, hash_str(v.s));
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          h = mix(h, uint64_t(v));
+        }
+      },
+      a);
+  return h;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the arena
+
+struct Context::Impl {
+  // bump allocator for nodes and source arrays
+  std::vector<std::unique_ptr<std::byte[]>> blocks;
+  size_t used = 0, cap = 0;
+  void* alloc(size_t bytes, size_t align) {
+    used = (used + align - 1) & ~(align - 1);
+    if (used + bytes > cap) {
+      cap = std::max<size_t>(size_t(1) << 20, bytes + align);
+      blocks.emplace_back(new std::byte[cap]);
+      used = 0;
+    }
+    void* p = blocks.back().get() + used;
+    used += bytes;
+    return p;
+  }
+  // open-addressing intern table
+  std::vector<const UOp*> table = std::vector<const UOp*>(1024, nullptr);
+  size_t count = 0;
+  std::deque<std::string> strings;
+  std::unordered_set<std::string_view> string_set;
+};
+
+Context::Context() : impl_(std::make_unique<Impl>()) {}
+Context::~Context() = default;
+
+std::string_view Context::intern(std::string_view s) {
+  if (auto it = impl_->string_set.find(s); it != impl_->string_set.end()) return *it;
+  std::string_view v = impl_->strings.emplace_back(s);
+  impl_->string_set.insert(v);
+  return v;
+}
+
+const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg, int32_t tag) {
+  uint64_t h = mix(mix(mix(uint64_t(op) + 1, dtype.key()), uint64_t(uint32_t(tag))), hash_arg(arg));
+  for (const UOp* s : src) h = mix(h, s->id);
+  h = mix(h, src.size());
+  auto& t = impl_->table;
+  size_t mask = t.size() - 1;
+  size_t i = h & mask;
+  for (; t[i] != nullptr; i = (i + 1) & mask) {
+    const UOp* u = t[i];
+    if (u->hash_ != h || u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
+    if (!std::equal(src.begin(), src.end(), u->srcs_)) continue;
+    if (u->arg_ == arg) return u;
+  }
+  // intern names so args never point into caller memory
+  if (auto* v = std::get_if<VarArg>(&arg)) v->name = intern(v->name);
+  if (auto* p = std::get_if<ParamArg>(&arg)) p->name = intern(p->name);
+  if (auto* n = std::get_if<Name>(&arg)) n->s = intern(n->s);
+  auto** srcs = static_cast<const UOp**>(impl_->alloc(sizeof(const UOp*) * std::max<size_t>(src.size(), 1), alignof(UOp*)));
+  std::copy(src.begin(), src.end(), srcs);
+  void* mem = impl_->alloc(sizeof(UOp), alignof(UOp));
+  auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg), h);
+  static_assert(std::is_trivially_destructible_v<UOp>, "the arena never runs destructors");
+  nodes_.push_back(u);
+  t[i] = u;
+  if (++impl_->count * 2 > t.size()) {  // grow and rehash
+    std::vector<const UOp*> nt(t.size() * 2, nullptr);
+    size_t nmask = nt.size() - 1;
+    for (const UOp* e : t) {
+      if (e == nullptr) continue;
+      size_t j = e->hash_ & nmask;
+      while (nt[j] != nullptr) j = (j + 1) & nmask;
+      nt[j] = e;
+    }
+    t.swap(nt);
+  }
+  return u;
+}
+
+const UOp* Context::cint(int64_t v, DType d) { return make(Op::CONST, d, {}, ConstValue::of_int(v)); }
+const UOp* Context::cfloat(double v, DType d) { return make(Op::CONST, d, {}, truncate_to(d, ConstValue::of_float(v))); }
+const UOp* Context::cbool(bool v) { return make(Op::CONST, dtypes::bool_, {}, ConstValue::of_bool(v)); }
+const UOp* Context::invalid() { return make(Op::CONST, dtypes::bool_, {}, ConstValue::invalid()); }
+const UOp* Context::cconst(const ConstValue& v, DType d) {
+  if (v.is_invalid()) return invalid();
+  ConstValue c = v;
+  if (is_float(d)) c = ConstValue::of_float(v.as_double());
+  else if (is_bool(d)) c = ConstValue::of_bool(v.is_float() ? v.f != 0.0 : v.i != 0);
+  else if (v.is_float()) c = ConstValue::of_int(static_cast<int64_t>(v.f));
+  else c = ConstValue::of_int(v.i);
+  return make(Op::CONST, d, {}, truncate_to(d, c));
+}
+const UOp* Context::var(std::string_view name, int64_t min, int64_t max, DType d, int64_t multiple_of) {
+  return make(Op::DEFINE_VAR, d, {}, VarArg{name, min, max, multiple_of});
+}
+const UOp* Context::range(const UOp* end, int32_t axis, AxisType type, DType d) {
+  return make(Op::RANGE, d, {end}, RangeArg{axis, type, -1});
+}
+const UOp* Context::range(int64_t end, int32_t axis, AxisType type) { return range(cint(end), axis, type); }
+const UOp* Context::special(const UOp* end, std::string_view name) {
+  return make(Op::SPECIAL, end->dtype, {end}, Name{name});
+}
+const UOp* Context::sink(std::span<const UOp* const> src) { return make(Op::SINK, dtypes::void_, src); }
+
+// ---------------------------------------------------------------- builders
+
+static DType result_dtype(Op op, std::span<const UOp* const> src) {
+  auto promo = [&](size_t from) {
+    DType d = src[from]->dtype;
+    for (size_t i = from + 1; i < src.size(); ++i)
+      if (src[i]->dtype != d) d = least_upper_dtype(d, src[i]->dtype);
+    return d;
+  };
+  if (in_group(op, G_COMPARISON)) return DType(Scalar::Bool, src[0]->dtype.count, false, AddrSpace::None);
+  if (op == Op::WHERE) return promo(1);
+  if (op == Op::SHL || op == Op::SHR) return src[0]->dtype;
+  if (op == Op::SIN || op == Op::LOG2 || op == Op::EXP2 || op == Op::SQRT || op == Op::RECIPROCAL) {
+    DType d = src[0]->dtype;
+    if (is_float(d)) return d;
+    return d.scalar == Scalar::WeakInt ? DType(dtypes::weakfloat) : least_upper_dtype(d, dtypes::float32);
+  }
+  if (in_group(op, G_UNARY)) return src[0]->dtype;
+  return promo(0);
+}
+
+const UOp* UOp::with_src(std::span<const UOp* const> s) const {
+  if (s.size() == nsrc_ && std::equal(s.begin(), s.end(), srcs_)) return this;
+  return ctx_->make(op, dtype, s, arg_, tag);
+}
+const UOp* UOp::with_arg(Arg a) const { return ctx_->make(op, dtype, src(), std::move(a), tag); }
+const UOp* UOp::with_tag(int32_t t) const { return t == tag ? this : ctx_->make(op, dtype, src(), arg_, t); }
+const UOp* UOp::with_dtype(DType d) const { return d == dtype ? this : ctx_->make(op, d, src(), arg_, tag); }
+const UOp* UOp::const_like(int64_t v) const { return ctx_->cconst(ConstValue::of_int(v), dtype.base()); }
+const UOp* UOp::const_like(double v) const { return ctx_->cconst(ConstValue::of_float(v), dtype.base()); }
+const UOp* UOp::const_like(const ConstValue& v) const { return ctx_->cconst(v, dtype.base()); }
+const UOp* UOp::alu(Op o, const UOp* b) const {
+  const UOp* s[2] = {this, b};
+  return ctx_->make(o, result_dtype(o, s), s);
+}
+const UOp* UOp::alu(Op o, const UOp* b, const UOp* c) const {
+  const UOp* s[3] = {this, b, c};
+  return ctx_->make(o, result_dtype(o, s), s);
+}
+const UOp* UOp::cast(DType d) const {
+  if (d == dtype) return this;
+  const UOp* s[1] = {this};
+  return ctx_->make(Op::CAST, d, s);
+}
+const UOp* UOp::bitcast(DType d) const {
+  if (d == dtype) return this;
+  const UOp* s[1] = {this};
+  return ctx_->make(Op::BITCAST, d, s);
+}
+const UOp* UOp::ne(const UOp* b) const { return binop(Op::CMPNE, this, b); }
+const UOp* UOp::logical_not() const { return cast(dtypes::bool_)->ne(ctx_->cbool(true)); }
+const UOp* UOp::where(const UOp* t, const UOp* f) const {
+  auto [tt, ff] = promote(t, f);
+  return alu(Op::WHERE, tt, ff);
+}
+const UOp* UOp::maximum(const UOp* b) const { return binop(Op::MAX, this, b); }
+const UOp* UOp::minimum(const UOp* b) const { return kiln::minimum(this, b); }
+
+// ---------------------------------------------------------------- Expr
+
+const UOp* lift(const UOp* like, int64_t v) {
+  if (is_bool(like->dtype) && (v == 0 || v == 1)) return like->ctx().cbool(v != 0);
+  return like->ctx().cint(v);
+}
+
+std::pair<const UOp*, const UOp*> promote(const UOp* a, const UOp* b) {
+  if (a->dtype == b->dtype) return {a, b};
+  DType out = least_upper_dtype(a->dtype, b->dtype);
+  auto fix = [&](const UOp* t) -> const UOp* {
+    if (t->is_invalid()) return t;
+    if (is_weak(t->dtype) && t->op == Op::CONST) return t->ctx().cconst(t->cval(), weak_of(out));
+    return t->cast(out);
+  };
+  return {fix(a), fix(b)};
+}
+
+const UOp* binop(Op op, const UOp* a, const UOp* b) {
+  auto [x, y] = promote(a, b);
+  return x->alu(op, y);
+}
+
+Expr operator+(Expr a, Expr b) { return binop(Op::ADD, a, b); }
+Expr operator*(Expr a, Expr b) { return binop(Op::MUL, a, b); }
+Expr operator-(Expr a) {
+  if (is_bool(a->dtype)) return a->logical_not();
+  return binop(Op::MUL, a, lift(a, -1));
+}
+Expr operator-(Expr a, Expr b) {
+  auto [x, y] = promote(a, b);
+  return x->alu(Op::ADD, -Expr(y));
+}
+Expr operator/(Expr a, Expr b) {
+  auto [x, y] = promote(a, b);
+  if (is_int(x->dtype) && is_int(y->dtype)) return x->alu(Op::FLOORDIV, y);
+  const UOp* r[1] = {y};
+  return x->alu(Op::MUL, y->ctx().make(Op::RECIPROCAL, result_dtype(Op::RECIPROCAL, r), r));
+}
+Expr operator%(Expr a, Expr b) {
+  auto [x, y] = promote(a, b);
+  if (is_int(x->dtype) && is_int(y->dtype)) return x->alu(Op::FLOORMOD, y);
+  return Expr(x) - (Expr(x) / Expr(y)) * Expr(y);  // floats: not used by index math
+}
+Expr operator<(Expr a, Expr b) { return binop(Op::CMPLT, a, b); }
+Expr operator>(Expr a, Expr b) { return binop(Op::CMPLT, b, a); }
+Expr operator>=(Expr a, Expr b) { return !(a < b); }
+Expr operator<=(Expr a, Expr b) { return !(a > b); }
+Expr operator!=(Expr a, Expr b) { return binop(Op::CMPNE, a, b); }
+Expr operator&(Expr a, Expr b) { return binop(Op::AND, a, b); }
+Expr operator|(Expr a, Expr b) { return binop(Op::OR, a, b); }
+Expr operator^(Expr a, Expr b) { return binop(Op::XOR, a, b); }
+Expr operator<<(Expr a, Expr b) { return binop(Op::SHL, a, b); }
+Expr operator>>(Expr a, Expr b) { return binop(Op::SHR, a, b); }
+Expr operator!(Expr a) { return a->logical_not(); }
+Expr cdiv(Expr a, Expr b) { return binop(Op::CDIV, a, b); }
+Expr cmod(Expr a, Expr b) { return binop(Op::CMOD, a, b); }
+Expr eq(Expr a, Expr b) { return !(a != b); }
+Expr maximum(Expr a, Expr b) { return binop(Op::MAX, a, b); }
+Expr minimum(Expr a, Expr b) {
+  auto [x, y] = promote(a, b);
+  if (is_float(x->dtype)) return -Expr(binop(Op::MAX, -Expr(x), -Expr(y)));
+  int64_t k = is_unsigned(x->dtype) ? int64_t(uint_max(x->dtype)) : -1;
+  if (is_bool(x->dtype)) return Expr(x) & Expr(y);
+  const UOp* kk = x->ctx().cint(k, is_weak(x->dtype) ? dtypes::weakint : x->dtype.base());
+  return (Expr(x) ^ kk).get()->maximum(Expr(y) ^ kk) ^ Expr(kk);
+}
+Expr where(Expr c, Expr t, Expr f) { return c->where(t, f); }
+Expr usum(std::span<const UOp* const> terms, const UOp* zero_like) {
+  if (terms.empty()) return zero_like->const_like(int64_t(0));
+  Expr r = terms[0];
+  bool b = is_bool(r->dtype);
+  for (size_t i = 1; i < terms.size(); ++i) r = b ? (r | Expr(terms[i])) : (r + Expr(terms[i]));
+  return r;
+}
+Expr uprod(std::span<const UOp* const> terms, const UOp* one_like) {
+  if (terms.empty()) return is_bool(one_like->dtype) ? one_like->ctx().cbool(true) : one_like->const_like(int64_t(1));
+  Expr r = terms[0];
+  bool b = is_bool(r->dtype);
+  for (size_t i = 1; i < terms.size(); ++i) r = b ? (r & Expr(terms[i])) : (r * Expr(terms[i]));
+  return r;
+}
+
+// ---------------------------------------------------------------- graph helpers
+
+std::vector<const UOp*> toposort(const UOp* root) {
+  std::vector<const UOp*> out;
+  std::vector<uint8_t> state(root->ctx().size(), 0);  // 0 new, 1 open, 2 done
+  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  state[root->id] = 1;
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      if (state[s->id] == 0) {
+        state[s->id] = 1;
+        stack.push_back({s, 0});
+      }
+      continue;
+    }
+    state[u->id] = 2;
+    out.push_back(u);
+    stack.pop_back();
+  }
+  return out;
+}
+
+bool in_backward_slice(const UOp* root, OpSet ops) {
+  for (const UOp* u : toposort(root))
+    if (ops.has(u->op)) return true;
+  return false;
+}
+
+bool contains(const UOp* root, const UOp* needle) {
+  if (root == needle) return true;
+  if (needle->id > root->id) return false;  // sources are always created before their users
+  for (const UOp* u : toposort(root))
+    if (u == needle) return true;
+  return false;
+}
+
+static int compare_arg(const Arg& a, const Arg& b) {
+  if (a.index() != b.index()) return a.index() < b.index() ? -1 : 1;
+  auto cmp = [](auto x, auto y) { return x < y ? -1 : (y < x ? 1 : 0); };
+  if (auto* x = std::get_if<ConstValue>(&a)) {
+    const auto& y = std::get<ConstValue>(b);
+    if (x->kind != y.kind) return cmp(int(x->kind), int(y.kind));
+    return x->is_float() ? cmp(x->f, y.f) : cmp(x->i, y.i);
+  }
+  if (auto* x = std::get_if<VarArg>(&a)) {
+    const auto& y = std::get<VarArg>(b);
+    if (int c = x->name.compare(y.name)) return c < 0 ? -1 : 1;
+    if (x->min != y.min) return cmp(x->min, y.min);
+    if (x->max != y.max) return cmp(x->max, y.max);
+    return cmp(x->multiple_of, y.multiple_of);
+  }
+  if (auto* x = std::get_if<RangeArg>(&a)) {
+    const auto& y = std::get<RangeArg>(b);
+    if (x->axis != y.axis) return cmp(x->axis, y.axis);
+    if (x->type != y.type) return cmp(int(x->type), int(y.type));
+    return cmp(x->sub, y.sub);
+  }
+  if (auto* x = std::get_if<ParamArg>(&a)) {
+    const auto& y = std::get<ParamArg>(b);
+    if (x->slot != y.slot) return cmp(x->slot, y.slot);
+    if (x->size != y.size) return cmp(x->size, y.size);
+    return cmp(x->name, y.name);
+  }
+  if (auto* x = std::get_if<ReduceArg>(&a)) {
+    const auto& y = std::get<ReduceArg>(b);
+    if (x->op != y.op) return cmp(int(x->op), int(y.op));
+    return cmp(x->horizontal, y.horizontal);
+  }
+  if (auto* x = std::get_if<Name>(&a)) return cmp(x->s, std::get<Name>(b).s);
+  if (auto* x = std::get_if<int64_t>(&a)) return cmp(*x, std::get<int64_t>(b));
+  return 0;
+}
+
+int compare_structural(const UOp* a, const UOp* b) {
+  // iterative lexicographic comparison of (op, arg, dtype, src...) trees
+  std::vector<std::pair<const UOp*, const UOp*>> stack{{a, b}};
+  while (!stack.empty()) {
+    auto [x, y] = stack.back();
+    stack.pop_back();
+    if (x == y) continue;
+    if (x->op != y->op) return int(x->op) < int(y->op) ? -1 : 1;
+    if (int c = compare_arg(x->arg(), y->arg())) return c;
+    if (x->dtype != y->dtype) return x->dtype.key() < y->dtype.key() ? -1 : 1;
+    size_t n = std::min(x->nsrc(), y->nsrc());
+    // push in reverse so the first source is compared first; a shorter tuple sorts first
+    if (x->nsrc() != y->nsrc()) {
+      // compare the common prefix first; if equal, the shorter is smaller
+      for (size_t i = 0; i < n; ++i)
+        if (int c = compare_structural(x->src(i), y->src(i))) return c;
+      return x->nsrc() < y->nsrc() ? -1 : 1;
+    }
+    for (size_t i = n; i-- > 0;) stack.push_back({x->src(i), y->src(i)});
+  }
+  return 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,276 @@
+// UOp: the one IR node, and Context: the arena that interns them (hash-consing).
+// Two structurally equal nodes of one Context are the same pointer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "generator/ir/dtype.h"
+#include "generator/ir/ops.h"
+
+namespace kiln {
+
+class Context;
+class UOp;
+
+// ---------------------------------------------------------------- typed args
+
+// A constant value: an integer (any int dtype, carried in int64), a float, a bool, or the
+// seeds' Invalid marker (an index that must not be accessed).
+struct ConstValue {
+  enum class Kind : uint8_t { Int, Float, Bool, Invalid };
+  Kind kind = Kind::Int;
+  int64_t i = 0;   // Int, and Bool as 0/1
+  double f = 0.0;  // Float
+
+  static ConstValue of_int(int64_t v) { return {Kind::Int, v, 0.0}; }
+  static ConstValue of_float(double v);  // canonicalizes NaN
+  static ConstValue of_bool(bool v) { return {Kind::Bool, v ? 1 : 0, 0.0}; }
+  static ConstValue invalid() { return {Kind::Invalid, 0, 0.0}; }
+  bool is_int() const { return kind == Kind::Int; }
+  bool is_float() const { return kind == Kind::Float; }
+  bool is_bool() const { return kind == Kind::Bool; }
+  bool is_invalid() const { return kind == Kind::Invalid; }
+  double as_double() const { return kind == Kind::Float ? f : double(i); }
+  bool operator==(const ConstValue& o) const;  // floats compare by bits (-0.0 != 0.0, NaN == NaN)
+};
+
+enum class AxisType : uint8_t {
+  Device, Global, Warp, Local, Weak, GroupReduce, Reduce, Upcast, Unroll, Thread, Placeholder, Loop,
+};
+std::string_view axis_type_name(AxisType t);  // lowercase: "loop", "reduce", ...
+
+struct VarArg {  // DEFINE_VAR: a bounded symbolic integer
+  std::string_view name;  // interned in the Context
+  int64_t min = 0, max = 0;
+  int64_t multiple_of = 1;
+  bool operator==(const VarArg&) const = default;
+};
+struct RangeArg {  // RANGE: axis id and kind; `sub` distinguishes split copies of one axis
+  int32_t axis = 0;
+  AxisType type = AxisType::Loop;
+  int32_t sub = -1;
+  bool operator==(const RangeArg&) const = default;
+};
+struct ParamArg {  // PARAM / BUFFER: a kernel argument or allocation
+  int32_t slot = -1;
+  int64_t size = -1;  // element count when known
+  std::string_view name;
+  bool operator==(const ParamArg&) const = default;
+};
+struct ReduceArg {  // REDUCE: the ALU op and the number of horizontal (vector) axes
+  Op op = Op::ADD;
+  int32_t horizontal = 0;
+  bool operator==(const ReduceArg&) const = default;
+};
+struct Name {  // SPECIAL and other named nodes
+  std::string_view s;
+  bool operator==(const Name&) const = default;
+};
+
+using Arg = std::variant<std::monostate, ConstValue, VarArg, RangeArg, ParamArg, ReduceArg, Name, int64_t>;
+
+// ---------------------------------------------------------------- the node
+
+class UOp {
+ public:
+  const Op op;
+  const DType dtype;
+  const uint32_t id;  // creation order in the Context: the deterministic tie-break everywhere
+  const int32_t tag;  // 0 = untagged
+
+  std::span<const UOp* const> src() const { return {srcs_, nsrc_}; }
+  const UOp* src(size_t i) const { return srcs_[i]; }
+  size_t nsrc() const { return nsrc_; }
+  const Arg& arg() const { return arg_; }
+  template <class T> const T& arg() const { return std::get<T>(arg_); }
+  template <class T> bool has_arg() const { return std::holds_alternative<T>(arg_); }
+  Context& ctx() const { return *ctx_; }
+  uint64_t hash() const { return hash_; }
+
+  // CONST helpers
+  bool is_const() const { return op == Op::CONST; }
+  const ConstValue& cval() const { return std::get<ConstValue>(arg_); }
+  int64_t ival() const { return cval().i; }  // int/bool CONST value
+  bool is_invalid() const { return op == Op::CONST && cval().is_invalid(); }
+
+  // ---- range analysis (cached per node, computed iteratively; see range.cpp)
+  const ConstValue& vmin() const;
+  const ConstValue& vmax() const;
+  int64_t imin() const { return vmin().i; }  // for int/bool dtypes
+  int64_t imax() const { return vmax().i; }
+
+  // ---- divisibility facts (divisibility.cpp)
+  int64_t const_factor() const;                 // a known integer that divides this node
+  const UOp* divides(int64_t v) const;          // this / v when exact by construction, else nullptr
+  const UOp* divide_exact(const UOp* v) const;  // this / v for a symbolic divisor, else nullptr
+  std::pair<const UOp*, ConstValue> pop_const(Op sep = Op::ADD) const;  // x+c -> (x, c)
+  void split(Op sep, std::vector<const UOp*>& out) const;               // flatten a chain of `sep`
+  std::vector<const UOp*> split(Op sep) const;
+
+  // ---- builders (they intern into the same Context)
+  const UOp* with_src(std::span<const UOp* const> s) const;
+  const UOp* with_arg(Arg a) const;
+  const UOp* with_tag(int32_t t) const;
+  const UOp* with_dtype(DType d) const;
+  const UOp* const_like(int64_t v) const;  // a CONST of this node's dtype (bool for bool)
+  const UOp* const_like(double v) const;
+  const UOp* const_like(const ConstValue& v) const;
+  const UOp* alu(Op o, const UOp* b) const;  // dtype by promotion
+  const UOp* alu(Op o, const UOp* b, const UOp* c) const;
+  const UOp* cast(DType d) const;
+  const UOp* bitcast(DType d) const;
+  const UOp* logical_not() const;  // (x != true)
+  const UOp* ne(const UOp* b) const;
+  const UOp* where(const UOp* t, const UOp* f) const;
+  const UOp* maximum(const UOp* b) const;
+  const UOp* minimum(const UOp* b) const;
+
+ private:
+  friend class Context;
+  UOp(Context* c, Op o, DType d, uint32_t i, int32_t t, const UOp* const* s, uint32_t n, Arg a, uint64_t h)
+      : op(o), dtype(d), id(i), tag(t), srcs_(s), nsrc_(n), arg_(std::move(a)), hash_(h), ctx_(c) {}
+  void compute_bounds() const;
+
+  const UOp* const* srcs_;
+  uint32_t nsrc_;
+  Arg arg_;
+  uint64_t hash_;
+  Context* ctx_;
+  mutable bool bounds_done_ = false;
+  mutable ConstValue vmin_, vmax_;
+  friend struct BoundsImpl;
+};
+
+// Errors inside the generator that are not the user's fault: a pass produced bad IR, a rewrite
+// did not terminate. The CLI turns them into exit code 70 with the pass named.
+class InternalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------- the arena
+
+class Context {
+ public:
+  Context();
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // The one way to make a node: returns the existing node when an equal one exists.
+  const UOp* make(Op op, DType dtype, std::span<const UOp* const> src = {}, Arg arg = {}, int32_t tag = 0);
+  const UOp* make(Op op, DType dtype, std::initializer_list<const UOp*> src, Arg arg = {}, int32_t tag = 0) {
+    return make(op, dtype, std::span<const UOp* const>(src.begin(), src.size()), std::move(arg), tag);
+  }
+
+  const UOp* cint(int64_t v, DType d = dtypes::weakint);
+  const UOp* cfloat(double v, DType d = dtypes::weakfloat);
+  const UOp* cbool(bool v);
+  const UOp* cconst(const ConstValue& v, DType d);
+  const UOp* invalid();
+  const UOp* var(std::string_view name, int64_t min, int64_t max, DType d = dtypes::weakint, int64_t multiple_of = 1);
+  const UOp* range(const UOp* end, int32_t axis, AxisType type = AxisType::Loop, DType d = dtypes::weakint);
+  const UOp* range(int64_t end, int32_t axis, AxisType type = AxisType::Loop);
+  const UOp* special(const UOp* end, std::string_view name);
+  const UOp* sink(std::span<const UOp* const> src);
+
+  std::string_view intern(std::string_view s);  // stable storage for names
+  size_t size() const { return nodes_.size(); }
+  const UOp* node(uint32_t id) const { return nodes_[id]; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::vector<const UOp*> nodes_;
+};
+
+// ---------------------------------------------------------------- graph helpers
+
+// Sources before users, each node once, deterministic (follows src order). Iterative.
+std::vector<const UOp*> toposort(const UOp* root);
+bool in_backward_slice(const UOp* root, OpSet ops);  // any node of root's graph (root included) has an op in `ops`
+bool contains(const UOp* root, const UOp* needle);   // needle is in root's graph (root included)
+// Structural order of the seeds' `tuplize` (op, arg, dtype, then sources); used for canonical operand order.
+int compare_structural(const UOp* a, const UOp* b);
+
+// ---------------------------------------------------------------- expression builders
+
+// A thin handle so index math reads like algebra: Expr(a) * 4 + b. Operators promote dtypes the
+// way the seeds do (a weak constant takes the other side's family). `/` and `%` on integers are
+// floor division and floor modulo (the seeds' `//` and `%`); on floats `/` is x * (1/y).
+class Expr {
+ public:
+  Expr(const UOp* u) : u_(u) {}  // NOLINT: implicit on purpose
+  operator const UOp*() const { return u_; }
+  const UOp* operator->() const { return u_; }
+  const UOp* get() const { return u_; }
+
+ private:
+  const UOp* u_;
+};
+
+// binary promotion: returns the pair made ready for `op` (weak consts adopt, others are cast)
+std::pair<const UOp*, const UOp*> promote(const UOp* a, const UOp* b);
+const UOp* binop(Op op, const UOp* a, const UOp* b);  // promote, then make
+const UOp* lift(const UOp* like, int64_t v);          // a weak const usable next to `like`
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator&(Expr a, Expr b);
+Expr operator|(Expr a, Expr b);
+Expr operator^(Expr a, Expr b);
+Expr operator<<(Expr a, Expr b);
+Expr operator>>(Expr a, Expr b);
+Expr operator-(Expr a);
+Expr operator!(Expr a);
+#define KILN_EXPR_INT_OPS(OP)                                                       \
+  inline Expr operator OP(Expr a, int64_t b) { return a OP Expr(lift(a, b)); }      \
+  inline Expr operator OP(int64_t a, Expr b) { return Expr(lift(b, a)) OP b; }
+KILN_EXPR_INT_OPS(+)
+KILN_EXPR_INT_OPS(-)
+KILN_EXPR_INT_OPS(*)
+KILN_EXPR_INT_OPS(/)
+KILN_EXPR_INT_OPS(%)
+KILN_EXPR_INT_OPS(<)
+KILN_EXPR_INT_OPS(>)
+KILN_EXPR_INT_OPS(<=)
+KILN_EXPR_INT_OPS(>=)
+KILN_EXPR_INT_OPS(!=)
+KILN_EXPR_INT_OPS(&)
+KILN_EXPR_INT_OPS(|)
+KILN_EXPR_INT_OPS(^)
+KILN_EXPR_INT_OPS(<<)
+KILN_EXPR_INT_OPS(>>)
+#undef KILN_EXPR_INT_OPS
+Expr cdiv(Expr a, Expr b);  // C (truncating) division
+Expr cmod(Expr a, Expr b);
+Expr eq(Expr a, Expr b);    // !(a != b)
+Expr maximum(Expr a, Expr b);
+Expr minimum(Expr a, Expr b);
+Expr where(Expr c, Expr t, Expr f);
+Expr usum(std::span<const UOp* const> terms, const UOp* zero_like);   // 0 for an empty list
+Expr uprod(std::span<const UOp* const> terms, const UOp* one_like);   // 1 for an empty list
+
+// Exact scalar semantics, shared by constant folding and the test interpreters:
+// integers wrap at the dtype's width; FLOORDIV/FLOORMOD floor; CDIV/CMOD truncate.
+// Returns nullopt where the op is undefined (division by zero) or unsupported.
+std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> operands);
+ConstValue truncate_to(DType d, const ConstValue& v);  // wrap ints, round floats to the dtype
+
+}  // namespace kiln

@@ -1,0 +1,266 @@
+#include "generator/rewrite/rewrite.h"
+
+#include <algorithm>
+#include <atomic>
+#include <unordered_set>
+
+namespace kiln {
+
+// ---------------------------------------------------------------- rules
+
+std::string Rule::where(const std::source_location& loc) {
+  std::string_view f = loc.file_name();
+  if (auto s = f.rfind('/'); s != std::string_view::npos) f = f.substr(s + 1);
+  return std::string(f) + ":" + std::to_string(loc.line());
+}
+
+Rule rw(UPat lhs, UPat rhs, std::source_location loc) {
+  return Rule(std::move(lhs), [rhs = std::move(rhs)](const Match& m) { return rhs.build(m); }, loc);
+}
+
+static std::atomic<bool> g_rule_stats{false};
+void set_rule_stats(bool on) { g_rule_stats = on; }
+bool rule_stats_enabled() { return g_rule_stats; }
+
+// ---------------------------------------------------------------- PatternMatcher
+
+PatternMatcher::PatternMatcher(std::vector<Rule> rules) {
+  rules_.reserve(rules.size());
+  for (auto& r : rules) rules_.push_back(std::make_shared<const Rule>(std::move(r)));
+  index();
+}
+
+PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
+  PatternMatcher r;
+  r.rules_ = rules_;
+  r.rules_.insert(r.rules_.end(), o.rules_.begin(), o.rules_.end());
+  r.index();
+  return r;
+}
+
+void PatternMatcher::index() {
+  OpSet all;
+  for (int o = 0; o < kNumOps; ++o) all.add(Op(o));
+  by_op_.assign(kNumOps, {});
+  for (uint32_t i = 0; i < rules_.size(); ++i) {
+    const PatNode& p = rules_[i]->pat.node();
+    OpSet ops = p.ops.empty() ? all : p.ops;  // a wildcard root is tried on every op
+    if (!p.alternatives.empty()) {
+      ops = OpSet();
+      for (const UPat& a : p.alternatives) ops = ops | (a.node().ops.empty() ? all : a.node().ops);
+    }
+    ops.for_each([&](Op o) { by_op_[int(o)].push_back(i); });
+  }
+}
+
+const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
+  const auto& list = by_op_[int(u->op)];
+  if (list.empty()) return nullptr;
+  Match m;
+  bool stats = g_rule_stats.load(std::memory_order_relaxed);
+  for (uint32_t idx : list) {
+    const Rule& r = *rules_[idx];
+    if (stats) ++r.tries;
+    const UOp* result = nullptr;
+    match_each(r.pat, u, m, [&](const Match& mm) {
+      const UOp* out = r.fn(mm, ctx);
+      if (out != nullptr && out != u) {
+        result = out;
+        return true;
+      }
+      return false;
+    });
+    if (result) {
+      if (stats) ++r.hits;
+      last_ = &r;
+      return result;
+    }
+  }
+  return nullptr;
+}
+
+std::string PatternMatcher::stats() const {
+  std::vector<const Rule*> rs;
+  for (const auto& r : rules_) rs.push_back(r.get());
+  std::stable_sort(rs.begin(), rs.end(), [](const Rule* a, const Rule* b) { return a->hits > b->hits; });
+  std::string out;
+  for (const Rule* r : rs) {
+    if (r->tries == 0) continue;
+    out += r->name + ": " + std::to_string(r->hits) + " hits / " + std::to_string(r->tries) + " tries\n";
+  }
+  return out;
+}
+
+void PatternMatcher::reset_stats() const {
+  for (const auto& r : rules_) r->tries = r->hits = 0;
+}
+
+// ---------------------------------------------------------------- graph_rewrite
+
+namespace {
+
+struct Entry {
+  const UOp* n;
+  int stage;
+  const UOp* new_n;
+};
+
+class Rewriter {
+ public:
+  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, size_t graph_size)
+      : pm_(pm), ctx_(ctx), opts_(opts) {
+    cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(graph_size) + 100000;
+  }
+
+  const UOp* run(const UOp* root) {
+    std::vector<Entry> stack{{root, 0, root}};
+    mark_on_stack(root);
+    while (!stack.empty()) {
+      Entry e = stack.back();
+      stack.pop_back();
+      if (replaced(e.n)) continue;
+      if (e.stage == 0) {
+        const UOp* new_n = e.n;
+        if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
+        stack.push_back({e.n, 1, new_n});
+        for (size_t i = new_n->nsrc(); i-- > 0;) {
+          const UOp* x = new_n->src(i);
+          if (on_stack(x)) continue;
+          stack.push_back({x, 0, x});
+          mark_on_stack(x);
+        }
+      } else if (e.stage == 1) {
+        srcs_.clear();
+        bool ready = true;
+        for (const UOp* x : e.new_n->src()) {
+          const UOp* rx = get(x);
+          if (rx == nullptr) {
+            waitlist_[x].push_back(e);
+            ready = false;
+            break;
+          }
+          srcs_.push_back(rx);
+        }
+        if (!ready) continue;
+        const UOp* next;
+        if (std::equal(srcs_.begin(), srcs_.end(), e.new_n->src().begin(), e.new_n->src().end())) {
+          const UOp* r = opts_.bottom_up ? nullptr : apply(e.new_n);
+          if (r == nullptr) {
+            finish(e.n, e.new_n, stack);
+            continue;
+          }
+          next = r;
+        } else {
+          next = e.new_n->with_src(srcs_);
+        }
+        stack.push_back({e.n, 2, next});
+        stack.push_back({next, 0, next});
+      } else {
+        const UOp* r = get(e.new_n);
+        if (r == nullptr) {
+          waitlist_[e.new_n].push_back(e);
+        } else {
+          finish(e.n, r, stack);
+        }
+      }
+    }
+    const UOp* r = get(root);
+    if (r == nullptr) throw InternalError(std::string(opts_.name) + ": graph_rewrite did not resolve the root (cycle)");
+    return r;
+  }
+
+ private:
+  void grow(uint32_t id) {
+    if (id >= replace_.size()) {
+      size_t n = std::max<size_t>(id + 1, replace_.size() * 2);
+      replace_.resize(n, nullptr);
+      stack_mark_.resize(n, 0);
+      bpm_cache_.resize(n, nullptr);
+      bpm_done_.resize(n, 0);
+    }
+  }
+  bool replaced(const UOp* u) { return get(u) != nullptr; }
+  const UOp* get(const UOp* u) { return u->id < replace_.size() ? replace_[u->id] : nullptr; }
+  bool on_stack(const UOp* u) { return u->id < stack_mark_.size() && stack_mark_[u->id]; }
+  void mark_on_stack(const UOp* u) {
+    grow(u->id);
+    stack_mark_[u->id] = 1;
+  }
+  void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
+    grow(n->id);
+    replace_[n->id] = r;
+    if (auto it = waitlist_.find(n); it != waitlist_.end()) {
+      for (const Entry& w : it->second) stack.push_back(w);
+      waitlist_.erase(it);
+    }
+  }
+
+  const UOp* apply(const UOp* u) {
+    const UOp* r = pm_.rewrite(u, ctx_);
+    if (r != nullptr) {
+      recent_[nrecent_++ % recent_.size()] = pm_.last_rule();
+      if (++count_ > cap_) fail();
+    }
+    return r;
+  }
+
+  const UOp* bottom_up_fixed_point(const UOp* n) {
+    const UOp* cur = n;
+    while (true) {
+      grow(cur->id);
+      const UOp* next;
+      if (bpm_done_[cur->id]) {
+        next = bpm_cache_[cur->id];
+      } else {
+        next = apply(cur);
+        grow(cur->id);
+        bpm_done_[cur->id] = 1;
+        bpm_cache_[cur->id] = next;
+      }
+      if (next == nullptr) return cur;
+      cur = next;
+    }
+  }
+
+  [[noreturn]] void fail() {
+    std::string names;
+    size_t n = std::min<size_t>(nrecent_, recent_.size());
+    for (size_t i = 0; i < n; ++i) {
+      const Rule* r = recent_[(nrecent_ - n + i) % recent_.size()];
+      if (r) names += "\n  " + r->name;
+    }
+    throw InternalError(std::string(opts_.name) + ": rewrite did not terminate after " + std::to_string(count_) +
+                        " rewrites; last rules applied:" + names);
+  }
+
+  const PatternMatcher& pm_;
+  void* ctx_;
+  RewriteOptions opts_;
+  uint64_t cap_ = 0, count_ = 0;
+  std::vector<const UOp*> replace_, bpm_cache_, srcs_;
+  std::vector<uint8_t> stack_mark_, bpm_done_;
+  std::unordered_map<const UOp*, std::vector<Entry>> waitlist_;
+  std::array<const Rule*, 8> recent_{};
+  size_t nrecent_ = 0;
+};
+
+}  // namespace
+
+const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, RewriteOptions opts) {
+  return Rewriter(pm, ctx, opts, root->ctx().size()).run(root);
+}
+
+const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
+  if (map.empty()) return root;
+  static const PatternMatcher pm({Rule(UPat(), [](const Match& m, void* ctx) -> const UOp* {
+    const auto& mp = *static_cast<const std::unordered_map<const UOp*, const UOp*>*>(ctx);
+    auto it = mp.find(m.root);
+    return it == mp.end() ? nullptr : it->second;
+  })});
+  RewriteOptions o;
+  o.bottom_up = true;
+  o.name = "substitute";
+  return graph_rewrite(root, pm, const_cast<void*>(static_cast<const void*>(&map)), o);
+}
+
+}  // namespace kiln

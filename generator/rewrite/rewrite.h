@@ -1,0 +1,77 @@
+// PatternMatcher (rules indexed by root op, composed with +) and graph_rewrite (rewrite a graph
+// to a fixed point with memoization, top-down or bottom-up, iteratively).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "generator/rewrite/upat.h"
+
+namespace kiln {
+
+// A rewrite function returns the replacement, or nullptr for "no change". `ctx` is the
+// graph_rewrite context (may be null).
+using RewriteFn = std::function<const UOp*(const Match&, void* ctx)>;
+
+struct Rule {
+  UPat pat;
+  RewriteFn fn;
+  std::string name;  // where the rule was written, file:line
+  mutable uint64_t tries = 0, hits = 0;
+
+  template <class F>
+  Rule(UPat p, F f, std::source_location loc = std::source_location::current()) : pat(std::move(p)), name(where(loc)) {
+    if constexpr (std::is_invocable_v<F, const Match&, void*>) fn = std::move(f);
+    else fn = [f = std::move(f)](const Match& m, void*) -> const UOp* { return f(m); };
+  }
+  static std::string where(const std::source_location& loc);
+};
+
+// A rule whose both sides are patterns: data a solver can check.
+Rule rw(UPat lhs, UPat rhs, std::source_location loc = std::source_location::current());
+
+class PatternMatcher {
+ public:
+  PatternMatcher() = default;
+  PatternMatcher(std::vector<Rule> rules);  // NOLINT
+  PatternMatcher operator+(const PatternMatcher& o) const;
+
+  // The first rule (in order) that matches `u` and returns something other than nullptr or u.
+  const UOp* rewrite(const UOp* u, void* ctx = nullptr) const;
+  const Rule* last_rule() const { return last_; }  // the rule that produced the last rewrite
+  size_t size() const { return rules_.size(); }
+  std::string stats() const;  // per-rule tries/hits, when stats are on
+  void reset_stats() const;
+
+ private:
+  void index();
+  std::vector<std::shared_ptr<const Rule>> rules_;
+  std::vector<std::vector<uint32_t>> by_op_;  // rule indices per root op
+  mutable const Rule* last_ = nullptr;
+};
+
+// Per-rule hit counting (off by default; a flag of the CLI turns it on).
+void set_rule_stats(bool on);
+bool rule_stats_enabled();
+
+struct RewriteOptions {
+  bool bottom_up = false;
+  // fail loudly after this many successful rule applications (0: 10x the graph size + 100000)
+  uint64_t max_rewrites = 0;
+  const char* name = "graph_rewrite";  // the stage, for error messages
+};
+
+// The seeds' graph_rewrite semantics: every node is rewritten to a fixed point, sources first
+// (top-down: after its sources are final, the node itself is rewritten; bottom-up: a node is
+// rewritten before its sources are visited), results memoized per node. Never recursive.
+const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx = nullptr, RewriteOptions opts = {});
+
+// Replace nodes by others everywhere below root (the replacements are visited too).
+const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+
+}  // namespace kiln

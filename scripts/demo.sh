@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Demo: build the kiln CLI (release preset) and run `kiln simplify` on examples/simplify.txt.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+input="${1:-examples/simplify.txt}"
+kiln=build/release/kiln
+
+# Build quietly; show the log only if something fails.
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }; }
+[[ -f build/release/build.ninja ]] || quiet cmake --preset release
+quiet cmake --build --preset release --target kiln
+
+echo "== input ($input, with line numbers)"
+awk 'NF { printf "%4d  %s\n", NR, $0 }' "$input"
+echo
+echo "== $kiln simplify $input"
+"$kiln" simplify "$input"

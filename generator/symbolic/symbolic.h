@@ -1,0 +1,27 @@
+// The symbolic rule families of the seeds, as pattern matchers.
+//   symbolic_simple: generic folding (self/zero folding, constant folding, casts, bool, where)
+//   symbolic:        + canonical operand order, like terms, comparisons, div/mod folding
+//   sym:             + valid (gate) simplification and the opinionated term rules
+#pragma once
+
+#include "generator/rewrite/rewrite.h"
+
+namespace kiln {
+
+const PatternMatcher& symbolic_simple();
+const PatternMatcher& commutative();           // canonical operand order for weakint commutative ops
+const PatternMatcher& symbolic();
+const PatternMatcher& div_and_mod_symbolic();  // divmod.cpp
+const PatternMatcher& pm_simplify_valid();     // valid.cpp
+const PatternMatcher& sym();
+// A concrete CAST over weak math or a weak CONST commits the weak sources at its width (sym.cpp).
+const PatternMatcher& pm_cast_weak();
+
+// graph_rewrite(u, symbolic()); CONSTs are returned as they are.
+const UOp* simplify(const UOp* u);
+
+// Helpers shared by the rule files.
+const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex = true);  // valid.cpp
+const UOp* gcd(std::span<const UOp* const> terms);  // the seeds' UOp.gcd (divisibility.cpp)
+
+}  // namespace kiln

@@ -2,6 +2,7 @@
 # Demo: build the kiln CLI (release preset) and run `kiln simplify` on examples/simplify.txt.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/deps.sh
 
 input="${1:-examples/simplify.txt}"
 kiln=build/release/kiln

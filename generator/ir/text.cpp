@@ -306,7 +306,7 @@ class Parser {
         } else {
           return fail("a CONST needs a bool, int or float dtype, got " + to_string(dt), at);
         }
-        r = c.is_invalid() ? ctx_.invalid() : ctx_.make(Op::CONST, dt, {}, c, tag);
+        r = ctx_.make(Op::CONST, c.is_invalid() ? dtypes::bool_ : dt, {}, c, tag);
         break;
       }
       case Op::DEFINE_VAR: {

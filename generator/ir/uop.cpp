@@ -158,6 +158,15 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   return u;
 }
 
+uint32_t Context::new_epoch() {
+  marks_.resize(nodes_.size(), 0);
+  if (++epoch_ == 0) {  // wrapped: clear and start over
+    std::fill(marks_.begin(), marks_.end(), 0);
+    epoch_ = 1;
+  }
+  return epoch_;
+}
+
 const UOp* Context::cint(int64_t v, DType d) { return make(Op::CONST, d, {}, ConstValue::of_int(v)); }
 const UOp* Context::cfloat(double v, DType d) { return make(Op::CONST, d, {}, truncate_to(d, ConstValue::of_float(v))); }
 const UOp* Context::cbool(bool v) { return make(Op::CONST, dtypes::bool_, {}, ConstValue::of_bool(v)); }
@@ -327,21 +336,22 @@ Expr uprod(std::span<const UOp* const> terms, const UOp* one_like) {
 // ---------------------------------------------------------------- graph helpers
 
 std::vector<const UOp*> toposort(const UOp* root) {
+  // iterative post-order; a node is marked when first pushed, so each is emitted once
+  Context& ctx = root->ctx();
+  uint32_t epoch = ctx.new_epoch();
   std::vector<const UOp*> out;
-  std::vector<uint8_t> state(root->ctx().size(), 0);  // 0 new, 1 open, 2 done
   std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
-  state[root->id] = 1;
+  ctx.mark(root->id) = epoch;
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
     if (i < u->nsrc()) {
       const UOp* s = u->src(i++);
-      if (state[s->id] == 0) {
-        state[s->id] = 1;
+      if (ctx.mark(s->id) != epoch) {
+        ctx.mark(s->id) = epoch;
         stack.push_back({s, 0});
       }
       continue;
     }
-    state[u->id] = 2;
     out.push_back(u);
     stack.pop_back();
   }
@@ -357,8 +367,22 @@ bool in_backward_slice(const UOp* root, OpSet ops) {
 bool contains(const UOp* root, const UOp* needle) {
   if (root == needle) return true;
   if (needle->id > root->id) return false;  // sources are always created before their users
-  for (const UOp* u : toposort(root))
-    if (u == needle) return true;
+  // depth-first search; a node created before the needle cannot reach it (sources are older)
+  Context& ctx = root->ctx();
+  uint32_t epoch = ctx.new_epoch();
+  std::vector<const UOp*> stack{root};
+  ctx.mark(root->id) = epoch;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    for (const UOp* s : u->src()) {
+      if (s == needle) return true;
+      // a node older than the needle cannot reach it
+      if (s->id < needle->id || ctx.mark(s->id) == epoch) continue;
+      ctx.mark(s->id) = epoch;
+      stack.push_back(s);
+    }
+  }
   return false;
 }
 

@@ -183,6 +183,11 @@ class Context {
   const UOp* sink(std::span<const UOp* const> src);
 
   std::string_view intern(std::string_view s);  // stable storage for names
+
+  // Visit marks for traversals: O(subgraph) instead of O(context) per traversal. A traversal
+  // takes a fresh epoch; a node is visited in it when mark(id) == epoch.
+  uint32_t new_epoch();
+  uint32_t& mark(uint32_t id) { return marks_[id]; }
   size_t size() const { return nodes_.size(); }
   const UOp* node(uint32_t id) const { return nodes_[id]; }
 
@@ -190,6 +195,8 @@ class Context {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<const UOp*> nodes_;
+  std::vector<uint32_t> marks_;
+  uint32_t epoch_ = 0;
 };
 
 // ---------------------------------------------------------------- graph helpers

@@ -45,6 +45,16 @@ const UOp* Match::operator[](const UPat& p) const {
 
 namespace {
 std::shared_ptr<PatNode> fresh() { return std::make_shared<PatNode>(); }
+// derive the hot-path fields from `ops` and `early_reject`
+void finalize(PatNode& n) {
+  int count = 0;
+  n.ops.for_each([&](Op o) { ++count, n.single_op = int16_t(o); });
+  if (count != 1) n.single_op = -1;
+  n.n_reject = 0;
+  n.early_reject.for_each([&](Op o) {
+    if (n.n_reject < n.reject_ops.size()) n.reject_ops[n.n_reject++] = o;
+  });
+}
 }  // namespace
 
 UPat::UPat() : n_(fresh()) {}
@@ -53,6 +63,7 @@ UPat UPat::var(std::string_view name, std::vector<DType> dts) {
   auto n = fresh();
   n->capture = capture_slot(name);
   n->dtypes = std::move(dts);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::cvar(std::string_view name, std::vector<DType> dts) {
@@ -60,18 +71,21 @@ UPat UPat::cvar(std::string_view name, std::vector<DType> dts) {
   n->ops = OpSet(Op::CONST);
   n->capture = capture_slot(name);
   n->dtypes = std::move(dts);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::cnst(int64_t v) {
   auto n = fresh();
   n->ops = OpSet(Op::CONST);
   n->const_num = ConstValue::of_int(v);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::cnst_f(double v) {
   auto n = fresh();
   n->ops = OpSet(Op::CONST);
   n->const_num = ConstValue::of_float(v);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::cbool(bool v) {
@@ -79,12 +93,14 @@ UPat UPat::cbool(bool v) {
   n->ops = OpSet(Op::CONST);
   n->dtypes = {dtypes::bool_};
   n->arg = Arg(ConstValue::of_bool(v));
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::invalid() {
   auto n = fresh();
   n->ops = OpSet(Op::CONST);
   n->arg = Arg(ConstValue::invalid());
+  finalize(*n);
   return UPat(n);
 }
 
@@ -109,38 +125,45 @@ UPat UPat::op(OpSet ops, std::vector<UPat> src, SrcMode mode) {
       if (sp.alternatives.empty() && count == 1) n->early_reject.add(only);
     }
   if (n->mode == SrcMode::Repeat && n->src.size() != 1) throw InternalError("a repeated source pattern takes one pattern");
+  finalize(*n);
   return UPat(n);
 }
 
 UPat UPat::any_of(std::vector<UPat> alternatives) {
   auto n = fresh();
   n->alternatives = std::move(alternatives);
+  finalize(*n);
   return UPat(n);
 }
 
 UPat UPat::named(std::string_view name) const {
   auto n = std::make_shared<PatNode>(*n_);
   n->capture = capture_slot(name);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::dtype(std::vector<DType> dts) const {
   auto n = std::make_shared<PatNode>(*n_);
   n->dtypes = std::move(dts);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::arg(Arg a) const {
   auto n = std::make_shared<PatNode>(*n_);
   n->arg = std::move(a);
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::allow_any_len() const {
   auto n = std::make_shared<PatNode>(*n_);
   n->any_len = true;
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::fold() const {
   auto n = std::make_shared<PatNode>(*n_);
   n->fold = true;
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::cast(std::vector<DType> dts) const { return op(Op::CAST, {*this}).dtype(std::move(dts)); }
@@ -154,6 +177,7 @@ UPat UPat::where(const UPat& t, const UPat& f) const {
   UPat r = op(Op::WHERE, {*this, t, f});
   auto n = std::make_shared<PatNode>(r.node());
   n->dtypes = f.node().dtypes;
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::alu(Op o, const UPat& b) const {
@@ -161,6 +185,7 @@ UPat UPat::alu(Op o, const UPat& b) const {
   UPat r = op(o, {*this, b}, comm ? SrcMode::Permute : SrcMode::Ordered);
   auto n = std::make_shared<PatNode>(r.node());
   n->dtypes = in_group(o, G_COMPARISON) ? std::vector<DType>{dtypes::bool_} : b.node().dtypes;
+  finalize(*n);
   return UPat(n);
 }
 UPat UPat::ne(const UPat& o) const { return alu(Op::CMPNE, o); }
@@ -225,14 +250,11 @@ bool match_node_head(const PatNode& p, const UOp* u) {
       if (p.any_len ? u->nsrc() < p.src.size() : u->nsrc() != p.src.size()) return false;
       break;
   }
-  if (!p.early_reject.empty()) {
-    bool ok = true;
-    p.early_reject.for_each([&](Op o) {
-      bool found = false;
-      for (const UOp* s : u->src()) found |= s->op == o;
-      ok &= found;
-    });
-    if (!ok) return false;
+  for (uint8_t i = 0; i < p.n_reject; ++i) {
+    Op o = p.reject_ops[i];
+    bool found = false;
+    for (const UOp* s : u->src()) found |= s->op == o;
+    if (!found) return false;
   }
   return true;
 }
@@ -315,25 +337,26 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
   if (p.arg && p.src.empty()) {
     if (const auto* cv = std::get_if<ConstValue>(&*p.arg)) return cv->is_invalid() ? ctx.invalid() : ctx.cconst(*cv, p.dtypes.empty() ? dtypes::bool_ : p.dtypes[0]);
   }
-  int nops = 0;
-  Op op = Op::NOOP;
-  p.ops.for_each([&](Op o) { ++nops, op = o; });
-  if (nops != 1) throw InternalError("a rewrite template node needs exactly one op");
-  std::vector<const UOp*> s;
-  for (const UPat& sp : p.src) s.push_back(build_rec(sp, m, ctx));
+  if (p.single_op < 0) throw InternalError("a rewrite template node needs exactly one op");
+  Op op = Op(p.single_op);
+  const UOp* s[3];
+  if (p.src.size() > 3) throw InternalError("rewrite templates build nodes of at most 3 sources");
+  for (size_t i = 0; i < p.src.size(); ++i) s[i] = build_rec(p.src[i], m, ctx);
+  size_t ns = p.src.size();
   const UOp* r;
-  if (op == Op::WHERE && s.size() == 3) r = s[0]->where(s[1], s[2]);
-  else if (op == Op::CAST && s.size() == 1 && p.dtypes.size() == 1) r = s[0]->cast(p.dtypes[0]);
-  else if (in_group(op, G_BINARY) && s.size() == 2) r = binop(op, s[0], s[1]);
-  else if (in_group(op, G_UNARY) && s.size() == 1) r = ctx.make(op, s[0]->dtype, {s[0]});
+  if (op == Op::WHERE && ns == 3) r = s[0]->where(s[1], s[2]);
+  else if (op == Op::CAST && ns == 1 && p.dtypes.size() == 1) r = s[0]->cast(p.dtypes[0]);
+  else if (in_group(op, G_BINARY) && ns == 2) r = binop(op, s[0], s[1]);
+  else if (in_group(op, G_UNARY) && ns == 1) r = ctx.make(op, s[0]->dtype, {s[0]});
   else throw InternalError("unsupported rewrite template op " + std::string(op_name(op)));
   if (p.fold) {
-    std::vector<ConstValue> vals;
+    ConstValue vals[3];
+    size_t nv = 0;
     for (const UOp* x : r->src()) {
-      if (x->op != Op::CONST) return r;
-      vals.push_back(x->cval());
+      if (x->op != Op::CONST || nv == 3) return r;
+      vals[nv++] = x->cval();
     }
-    if (auto v = exec_alu(r->op, r->dtype, vals)) return ctx.cconst(*v, r->dtype);
+    if (auto v = exec_alu(r->op, r->dtype, std::span<const ConstValue>(vals, nv))) return ctx.cconst(*v, r->dtype);
   }
   return r;
 }

@@ -81,6 +81,10 @@ struct PatNode {
   std::vector<UPat> src;
   std::vector<UPat> alternatives;  // non-empty: an any_of node
   OpSet early_reject;  // ops that must occur among the direct sources
+  // the same as a short list, for the hot path (no scan over every op)
+  std::array<Op, 8> reject_ops{};
+  uint8_t n_reject = 0;
+  int16_t single_op = -1;  // the op when `ops` holds exactly one
 };
 
 // The capture slot for a name (a process-wide table, fixed once patterns are built).

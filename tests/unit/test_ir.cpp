@@ -197,3 +197,36 @@ TEST(Text, ErrorsSayWhatAndWhere) {
 
 }  // namespace
 }  // namespace kiln
+
+#include "generator/ir/verify.h"
+
+namespace kiln {
+namespace {
+
+TEST(Verify, AcceptsWellTypedGraphs) {
+  Context ctx;
+  Expr a = ctx.var("a", 0, 8), i = ctx.var("i", 0, 8, dtypes::int32);
+  EXPECT_EQ(verify(a * 4 + (a % 3)), std::nullopt);
+  EXPECT_EQ(verify(i + 1), std::nullopt);
+  EXPECT_EQ(verify(where(a < 3, a, Expr(ctx.invalid()))), std::nullopt);
+  EXPECT_EQ(verify(ctx.range(16, 0)), std::nullopt);
+}
+
+TEST(Verify, NamesTheBrokenRule) {
+  Context ctx;
+  auto bad = [&](std::string_view s) {
+    const UOp* u = parse(ctx, s);
+    if (u == nullptr) return std::string("parse error");
+    auto e = verify(u);
+    return e ? *e : std::string("ok");
+  };
+  EXPECT_EQ(bad("(ADD:int (VAR:long a 0 8) (CONST:weakint 1))"),
+            "ADD: operand of dtype long in a int op: (ADD:int (VAR:long a 0 8) (CONST:weakint 1))");
+  EXPECT_EQ(bad("(MAX:bool (VAR:weakint c 0 1) (CONST:bool true))"),
+            "MAX: operand of dtype weakint in a bool op: (MAX:bool (VAR:weakint c 0 1) (CONST:bool true))");
+  EXPECT_EQ(bad("(RANGE:weakint 0 loop (CONST:float 1.0))"),
+            "RANGE: a RANGE's first source is its integer end: (RANGE:weakint 0 loop (CONST:float 1.0))");
+}
+
+}  // namespace
+}  // namespace kiln

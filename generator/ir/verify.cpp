@@ -1,0 +1,84 @@
+#include "generator/ir/verify.h"
+
+#include "generator/ir/text.h"
+
+namespace kiln {
+
+static std::optional<std::string> check(const UOp* u) {
+  auto nsrc = [&](size_t n) -> std::optional<std::string> {
+    if (u->nsrc() != n) return "takes " + std::to_string(n) + " source(s), has " + std::to_string(u->nsrc());
+    return std::nullopt;
+  };
+  // weak literals and Invalid may sit next to any dtype of their family
+  auto compatible = [](DType want, const UOp* s) {
+    if (s->is_invalid() || s->dtype == want) return true;
+    if (s->op == Op::CONST && is_weak(s->dtype)) return is_float(want) || (is_int(want) && is_int(s->dtype));
+    return least_upper_dtype(want, s->dtype) == want && is_weak(s->dtype);
+  };
+  switch (u->op) {
+    case Op::CONST: {
+      if (u->nsrc() != 0) return "a CONST has no sources";
+      if (!u->has_arg<ConstValue>()) return "a CONST needs a value";
+      const ConstValue& v = u->cval();
+      if (v.is_invalid()) return is_bool(u->dtype) ? std::nullopt : std::optional<std::string>("Invalid is bool");
+      if (is_bool(u->dtype) && !v.is_bool()) return "a bool CONST holds true or false";
+      if (is_int(u->dtype) && !v.is_int()) return "an int CONST holds an integer";
+      if (is_float(u->dtype) && !v.is_float()) return "a float CONST holds a float";
+      if (is_int(u->dtype) && (v.i < int_min(u->dtype) || v.i > int_max(u->dtype))) return "CONST out of its dtype's range";
+      return std::nullopt;
+    }
+    case Op::DEFINE_VAR: {
+      if (!u->has_arg<VarArg>()) return "a VAR needs a name and bounds";
+      const auto& v = u->arg<VarArg>();
+      if (!is_int(u->dtype)) return "a VAR is an integer";
+      if (v.min > v.max) return "a VAR's range is empty";
+      if (v.multiple_of < 1) return "multiple_of must be positive";
+      return nsrc(0);
+    }
+    case Op::RANGE:
+      if (!u->has_arg<RangeArg>()) return "a RANGE needs an axis";
+      if (u->nsrc() < 1 || !is_int(u->src(0)->dtype)) return "a RANGE's first source is its integer end";
+      if (!is_int(u->dtype)) return "a RANGE is an integer";
+      return std::nullopt;
+    case Op::SPECIAL:
+      if (!u->has_arg<Name>()) return "a SPECIAL needs a name";
+      return nsrc(1);
+    case Op::CAST: case Op::BITCAST: return nsrc(1);
+    default: break;
+  }
+  if (!is_alu(u->op)) return std::nullopt;
+  size_t n = in_group(u->op, G_UNARY) ? 1 : in_group(u->op, G_BINARY) ? 2 : 3;
+  if (auto e = nsrc(n)) return e;
+  if (in_group(u->op, G_COMPARISON)) {
+    if (!is_bool(u->dtype)) return "a comparison is bool";
+    return std::nullopt;
+  }
+  if (u->op == Op::WHERE) {
+    if (!is_bool(u->src(0)->dtype) && !u->src(0)->is_invalid()) return "a WHERE condition is bool";
+    if (!compatible(u->dtype, u->src(1)) || !compatible(u->dtype, u->src(2)))
+      return "WHERE branches must have the WHERE's dtype";
+    return std::nullopt;
+  }
+  if (u->op == Op::SHL || u->op == Op::SHR) {
+    if (!is_int(u->dtype)) return "shifts are integer ops";
+    if (!compatible(u->dtype, u->src(0))) return "a shift has its left operand's dtype";
+    return std::nullopt;
+  }
+  for (const UOp* s : u->src())
+    if (!compatible(u->dtype, s))
+      return "operand of dtype " + to_string(s->dtype) + " in a " + to_string(u->dtype) + " op";
+  return std::nullopt;
+}
+
+std::optional<std::string> verify(const UOp* root) {
+  for (const UOp* u : toposort(root)) {
+    if (auto e = check(u)) {
+      std::string text = print(u);
+      if (text.size() > 300) text = text.substr(0, 300) + "...";
+      return std::string(op_name(u->op)) + ": " + *e + ": " + text;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace kiln

@@ -1,0 +1,16 @@
+// The IR verifier: structural and dtype rules every node must satisfy. Tests and CI run it
+// after every stage; a failure names the node and the broken rule.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "generator/ir/uop.h"
+
+namespace kiln {
+
+// nullopt when every node under root is well formed, else a message naming the first bad node
+// (in toposort order) and the rule it breaks.
+std::optional<std::string> verify(const UOp* root);
+
+}  // namespace kiln

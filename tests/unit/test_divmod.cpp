@@ -178,12 +178,28 @@ TEST(DivMod, Congruence) {
   });
 }
 
+TEST(DivMod, CongruenceTieTriesBothSigns) {
+  // 6 = 2 (mod 4) is a half-period tie: the remainder -2 keeps -2a+3 inside one period
+  check({
+      {"(FLOORDIV:weakint (ADD:weakint (MUL:weakint (VAR:weakint a 0 1) (CONST:weakint 6)) (CONST:weakint 3)) " C4 ")",
+       "(MUL:weakint (VAR:weakint a 0 1) (CONST:weakint 2))"},
+      {"(FLOORMOD:weakint (ADD:weakint (MUL:weakint (VAR:weakint a 0 1) (CONST:weakint 6)) (CONST:weakint 3)) " C4 ")",
+       "(ADD:weakint (MUL:weakint (VAR:weakint a 0 1) (CONST:weakint -2)) (CONST:weakint 3))"},
+  });
+}
+
 TEST(DivMod, CommonFactor) {
   check({
       {"(FLOORMOD:weakint (ADD:weakint (MUL:weakint " A100 " (CONST:weakint 6)) (MUL:weakint " B100
        " (CONST:weakint 4))) (CONST:weakint 8))",
        "(MUL:weakint (FLOORMOD:weakint (ADD:weakint (MUL:weakint " A100 " (CONST:weakint 3)) (MUL:weakint " B100
        " (CONST:weakint 2))) (CONST:weakint 4)) (CONST:weakint 2))"},
+      // with a constant: (a*4 + b*6 + 5)%8 -> ((a*2 + b*3 + 2)%4)*2 + 1
+      {"(FLOORMOD:weakint (ADD:weakint (ADD:weakint (MUL:weakint " A100 " " C4 ") (MUL:weakint " B100
+       " (CONST:weakint 6))) (CONST:weakint 5)) (CONST:weakint 8))",
+       "(ADD:weakint (MUL:weakint (FLOORMOD:weakint (ADD:weakint (ADD:weakint (MUL:weakint " A100
+       " (CONST:weakint 2)) (MUL:weakint " B100 " (CONST:weakint 3))) (CONST:weakint 2)) " C4
+       ") (CONST:weakint 2)) (CONST:weakint 1))"},
       // (a*8 + b*2)%4 -> (b%2)*2
       {"(FLOORMOD:weakint (ADD:weakint (MUL:weakint (VAR:weakint a 0 15) (CONST:weakint 8)) (MUL:weakint "
        "(VAR:weakint b 0 15) (CONST:weakint 2))) " C4 ")",

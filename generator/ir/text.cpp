@@ -29,6 +29,8 @@ std::string to_string(const ConstValue& v, DType d) {
   if (is_bool(d)) return (v.is_float() ? v.f != 0 : v.i != 0) ? "true" : "false";
   if (v.is_float()) return float_repr(v.f);
   if (v.is_bool()) return v.i ? "true" : "false";
+  // uint64 values are carried as int64 bit patterns
+  if (d.scalar == Scalar::Uint64) return std::to_string(static_cast<uint64_t>(v.i));
   return std::to_string(v.i);
 }
 
@@ -297,6 +299,13 @@ class Parser {
           auto f = to_float(v);
           if (!f) return fail("expected a number, got '" + std::string(v) + "'", pos[0].second);
           c = ConstValue::of_float(*f);
+        } else if (dt.scalar == Scalar::Uint64) {
+          uint64_t u = 0;
+          auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
+          if (ec != std::errc() || ptr != v.data() + v.size())
+            return fail("expected an integer in 0..18446744073709551615 for ulong, got '" + std::string(v) + "'",
+                        pos[0].second);
+          c = ConstValue::of_int(static_cast<int64_t>(u));
         } else if (is_int(dt)) {
           auto i = to_int(v);
           if (!i) return fail("expected an integer, got '" + std::string(v) + "'", pos[0].second);

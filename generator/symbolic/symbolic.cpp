@@ -44,6 +44,10 @@ const UOp* lt_folding(const UOp* x, int64_t c) {
   std::vector<const UOp*> p, np;
   for (const UOp* u : x->split(Op::ADD)) (u->const_factor() == 1 ? p : np).push_back(u);
   if (np.empty()) return nullptr;
+  // a variable's multiple_of would divide it into var//d, which `x//d < c -> x < c*d` turns
+  // straight back: no progress, so leave comparisons of such terms alone
+  for (const UOp* u : np)
+    if (u->op == Op::DEFINE_VAR) return nullptr;
   int64_t d = c;
   for (const UOp* u : np) d = std::gcd(d, u->const_factor());
   if (d <= 1) return nullptr;

@@ -1,0 +1,659 @@
+// Differential property tests of the symbolic simplifier and of the text form.
+//
+// SymbolicFuzz: random weakint/bool expression trees over bounded variables are simplified by
+// sym() and by symbolic(), then both sides are evaluated exactly (toposort + exec_alu) at random
+// points and at every corner of the variables' box. The promises defended: the value never
+// changes, every value lies inside the [vmin, vmax] of its node (original and simplified), and a
+// second pass changes nothing. Failures are counted, shrunk to a minimal expression and printed.
+//
+// TextFuzz: random graphs of every dtype and arg kind survive print -> parse and
+// print_graph -> parse as the very same interned pointer.
+//
+// Randomness is std::mt19937_64 (its output is fixed by the standard) with hand-written
+// distributions, so every standard library draws the same cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "generator/ir/text.h"
+#include "generator/ir/uop.h"
+#include "generator/rewrite/rewrite.h"
+#include "generator/symbolic/symbolic.h"
+
+namespace kiln {
+namespace {
+
+// ---------------------------------------------------------------- deterministic randomness
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : g_(seed) {}
+  uint64_t bits() { return g_(); }
+  // uniform in [lo, hi]: rejection sampling, the same numbers on every standard library
+  int64_t uniform(int64_t lo, int64_t hi) {
+    uint64_t n = uint64_t(hi) - uint64_t(lo) + 1;  // 0 means the full 2^64 range
+    if (n == 0) return int64_t(bits());
+    uint64_t reject_below = (0 - n) % n;  // 2^64 mod n
+    uint64_t r;
+    do r = bits();
+    while (r < reject_below);
+    return int64_t(uint64_t(lo) + r % n);
+  }
+  bool chance(int percent) { return uniform(0, 99) < percent; }
+  // an index drawn with the given relative weights
+  size_t weighted(std::initializer_list<int> weights) {
+    int total = 0;
+    for (int w : weights) total += w;
+    int64_t r = uniform(0, total - 1);
+    size_t i = 0;
+    for (int w : weights) {
+      if (r < w) return i;
+      r -= w;
+      ++i;
+    }
+    return i - 1;
+  }
+  template <class T> const T& pick(const std::vector<T>& v) { return v[size_t(uniform(0, int64_t(v.size()) - 1))]; }
+
+ private:
+  std::mt19937_64 g_;
+};
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// ---------------------------------------------------------------- exact evaluation
+
+struct Var {
+  const UOp* u;
+  int64_t lo, hi, mul;
+};
+using Point = std::vector<int64_t>;  // a value per Var, in order
+
+// A graph flattened once (toposort), evaluated at many points. Undefined values (division by
+// zero, weakint overflow) are nullopt and make their users undefined.
+class Program {
+ public:
+  Program(const UOp* root, const std::vector<Var>& vars) : order_(toposort(root)) {
+    std::unordered_map<const UOp*, int> at;
+    for (size_t i = 0; i < order_.size(); ++i) at[order_[i]] = int(i);
+    srcs_.resize(order_.size());
+    var_of_.assign(order_.size(), -1);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      for (const UOp* s : order_[i]->src()) srcs_[i].push_back(at.at(s));
+      for (size_t v = 0; v < vars.size(); ++v)
+        if (order_[i] == vars[v].u) var_of_[i] = int(v);
+    }
+  }
+  const std::vector<const UOp*>& nodes() const { return order_; }
+
+  std::vector<std::optional<ConstValue>> run(const Point& p) const {
+    std::vector<std::optional<ConstValue>> val(order_.size());
+    std::vector<ConstValue> ops;
+    for (size_t i = 0; i < order_.size(); ++i) {
+      const UOp* u = order_[i];
+      if (u->op == Op::CONST) {
+        val[i] = u->cval();
+        continue;
+      }
+      if (u->op == Op::DEFINE_VAR) {
+        if (var_of_[i] < 0) continue;  // a variable this case does not know: undefined
+        val[i] = ConstValue::of_int(p[size_t(var_of_[i])]);
+        continue;
+      }
+      ops.clear();
+      bool ok = true;
+      for (int s : srcs_[i]) {
+        if (!val[size_t(s)]) ok = false;
+        else ops.push_back(*val[size_t(s)]);
+      }
+      if (ok) val[i] = exec_alu(u->op, u->dtype, ops);
+    }
+    return val;
+  }
+
+ private:
+  std::vector<const UOp*> order_;
+  std::vector<std::vector<int>> srcs_;
+  std::vector<int> var_of_;
+};
+
+std::string point_str(const std::vector<Var>& vars, const Point& p) {
+  std::string s;
+  for (size_t i = 0; i < vars.size(); ++i)
+    s += (i ? " " : "") + std::string(vars[i].u->arg<VarArg>().name) + "=" + std::to_string(p[i]);
+  return s;
+}
+
+std::string value_str(const std::optional<ConstValue>& v, const UOp* like) {
+  return v ? to_string(*v, like->dtype) : std::string("undefined");
+}
+
+// ---------------------------------------------------------------- the property
+
+enum class Kind { Ok, Exception, NotIdempotent, Undefined, Mismatch, RootOutOfBounds, NodeOutOfBounds };
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Ok: return "ok";
+    case Kind::Exception: return "exception";
+    case Kind::NotIdempotent: return "not idempotent";
+    case Kind::Undefined: return "simplified is undefined where the original is defined";
+    case Kind::Mismatch: return "value mismatch";
+    case Kind::RootOutOfBounds: return "root value outside [vmin, vmax]";
+    case Kind::NodeOutOfBounds: return "inner node value outside its [vmin, vmax]";
+  }
+  return "?";
+}
+
+struct Verdict {
+  Kind kind = Kind::Ok;
+  const UOp* simplified = nullptr;
+  std::string detail;
+};
+
+bool in_bounds(const UOp* u, const ConstValue& v) { return u->vmin().i <= v.i && v.i <= u->vmax().i; }
+
+std::string bounds_str(const UOp* u) {
+  return "[" + to_string(u->vmin(), u->dtype) + ", " + to_string(u->vmax(), u->dtype) + "]";
+}
+
+// The first node of `prog` (sources first) whose value at `val` leaves its bounds.
+std::optional<std::string> node_out_of_bounds(const Program& prog, const std::vector<std::optional<ConstValue>>& val) {
+  for (size_t i = 0; i < val.size(); ++i) {
+    const UOp* u = prog.nodes()[i];
+    if (!val[i] || in_bounds(u, *val[i])) continue;
+    return print(u) + " = " + value_str(val[i], u) + " not in " + bounds_str(u);
+  }
+  return std::nullopt;
+}
+
+Verdict check(const UOp* e, const PatternMatcher& pm, const std::vector<Var>& vars, const std::vector<Point>& points) {
+  Verdict v;
+  // these graphs have at most a few hundred nodes: a loop shows long before the default cap
+  RewriteOptions opts;
+  opts.max_rewrites = 20'000;
+  try {
+    v.simplified = graph_rewrite(e, pm, nullptr, opts);
+    const UOp* again = graph_rewrite(v.simplified, pm, nullptr, opts);
+    if (again != v.simplified) {
+      v.kind = Kind::NotIdempotent;
+      v.detail = "second pass: " + print(again);
+      return v;
+    }
+  } catch (const std::exception& ex) {
+    v.kind = Kind::Exception;
+    v.detail = ex.what();
+    return v;
+  }
+  const UOp* s = v.simplified;
+  Program pe(e, vars), ps(s, vars);
+  for (const Point& p : points) {
+    auto ve = pe.run(p);
+    const std::optional<ConstValue>& want = ve.back();
+    if (!want) continue;  // the original divides by zero (or overflows) here
+    auto vs = ps.run(p);
+    const std::optional<ConstValue>& got = vs.back();
+    auto fail = [&](Kind k, std::string what) {
+      v.kind = k;
+      v.detail = "at " + point_str(vars, p) + ": original = " + value_str(want, e) + ", simplified = " +
+                 value_str(got, s) + "; " + what;
+      return v;
+    };
+    if (!got) return fail(Kind::Undefined, "");
+    if (got->i != want->i || got->is_float() || want->is_float()) return fail(Kind::Mismatch, "");
+    if (!in_bounds(s, *want) || !in_bounds(s, *got))
+      return fail(Kind::RootOutOfBounds, "simplified bounds " + bounds_str(s));
+    if (!in_bounds(e, *want)) return fail(Kind::RootOutOfBounds, "original bounds " + bounds_str(e));
+    if (auto m = node_out_of_bounds(pe, ve)) return fail(Kind::NodeOutOfBounds, "in the original: " + *m);
+    if (auto m = node_out_of_bounds(ps, vs)) return fail(Kind::NodeOutOfBounds, "in the simplified: " + *m);
+  }
+  return v;
+}
+
+// Greedy shrinking while the same kind of failure remains, restarting after every success: first
+// the smallest subexpression that fails alone becomes the root, then a node is replaced by one of
+// its sources or by a small constant.
+const UOp* shrink(const UOp* e, const PatternMatcher& pm, const std::vector<Var>& vars,
+                  const std::vector<Point>& points, Kind kind) {
+  Context& ctx = e->ctx();
+  for (int round = 0; round < 200; ++round) {
+    bool progress = false;
+    std::vector<const UOp*> order = toposort(e);
+    for (const UOp* n : order) {
+      if (n == e || n->op == Op::CONST || check(n, pm, vars, points).kind != kind) continue;
+      e = n;
+      progress = true;
+      break;
+    }
+    if (progress) continue;
+    for (size_t i = order.size(); i-- > 0 && !progress;) {  // big cuts first: from the root down
+      const UOp* n = order[i];
+      std::vector<const UOp*> cands;
+      if (n->op == Op::DEFINE_VAR) {
+        const VarArg& va = n->arg<VarArg>();
+        cands.push_back(ctx.cint(va.min));
+        if (va.min < 0 && va.max > 0) cands.push_back(ctx.cint(0));
+      }
+      for (const UOp* x : n->src())
+        if (x->dtype == n->dtype) cands.push_back(x);
+      if (is_bool(n->dtype)) {
+        cands.push_back(ctx.cbool(false));
+        cands.push_back(ctx.cbool(true));
+      } else if (n->op != Op::CONST && n->op != Op::DEFINE_VAR) {
+        cands.push_back(ctx.cint(0));
+        cands.push_back(ctx.cint(1));
+      } else if (n->op == Op::CONST && (n->ival() > 1 || n->ival() < -1)) {
+        for (int64_t c : {int64_t(1), int64_t(-1), n->ival() / 2, n->ival() - (n->ival() > 0 ? 1 : -1)})
+          if (c != 0) cands.push_back(ctx.cint(c));
+      }
+      for (const UOp* c : cands) {
+        if (c == n) continue;
+        const UOp* smaller = substitute(e, {{n, c}});
+        if (smaller == e || check(smaller, pm, vars, points).kind != kind) continue;
+        e = smaller;
+        progress = true;
+        break;
+      }
+    }
+    if (!progress) break;
+  }
+  return e;
+}
+
+// ---------------------------------------------------------------- random index expressions
+
+class ExprGen {
+ public:
+  ExprGen(Rng& rng, Context& ctx) : rng_(rng), ctx_(ctx) {
+    static const char* const kNames[] = {"a", "b", "c", "d"};
+    int n = int(rng_.uniform(1, 4));
+    for (int i = 0; i < n; ++i) vars_.push_back(make_var(kNames[i]));
+  }
+  const std::vector<Var>& vars() const { return vars_; }
+
+  const UOp* root() {
+    int depth = int(rng_.uniform(1, 6));
+    return rng_.chance(15) ? gen_bool(depth) : gen_int(depth);
+  }
+
+  // random points, then every corner of the box (at most 16)
+  std::vector<Point> points(int nrandom) {
+    std::vector<Point> out;
+    for (int k = 0; k < nrandom; ++k) {
+      Point p;
+      for (const Var& v : vars_) p.push_back(sample(v));
+      out.push_back(p);
+    }
+    for (uint32_t corner = 0; corner < (1u << vars_.size()); ++corner) {
+      Point p;
+      for (size_t i = 0; i < vars_.size(); ++i) p.push_back(corner >> i & 1 ? vars_[i].hi : vars_[i].lo);
+      out.push_back(p);
+    }
+    return out;
+  }
+
+ private:
+  Var make_var(const char* name) {
+    int64_t lo = 0, hi = 0;
+    switch (rng_.weighted({3, 2, 2, 3, 1, 1})) {
+      case 0: lo = 0, hi = rng_.uniform(0, 24); break;                                  // non-negative
+      case 1: lo = rng_.uniform(1, 6), hi = lo + rng_.uniform(0, 30); break;              // positive
+      case 2: hi = -rng_.uniform(1, 10), lo = hi - rng_.uniform(0, 20); break;            // negative
+      case 3: lo = -rng_.uniform(1, 20), hi = rng_.uniform(1, 20); break;                 // crosses zero
+      case 4: lo = -rng_.uniform(0, 1000), hi = rng_.uniform(0, 1000); break;             // wide
+      default: lo = hi = rng_.uniform(-5, 5); break;                                      // a single value
+    }
+    int64_t mul = 1;
+    if (rng_.chance(10)) {
+      mul = rng_.uniform(2, 4);
+      lo = floor_div(lo, mul) * mul;
+      hi = std::max(lo, floor_div(hi, mul) * mul);
+    }
+    return {ctx_.var(name, lo, hi, dtypes::weakint, mul), lo, hi, mul};
+  }
+
+  int64_t sample(const Var& v) {
+    if (rng_.chance(15)) {  // values where floor division and modulo change behaviour
+      int64_t special = rng_.pick(std::vector<int64_t>{0, -1, 1, v.lo + v.mul, v.hi - v.mul});
+      if (special >= v.lo && special <= v.hi && (special - v.lo) % v.mul == 0) return special;
+    }
+    return v.lo + rng_.uniform(0, (v.hi - v.lo) / v.mul) * v.mul;
+  }
+
+  const UOp* var() { return rng_.pick(vars_).u; }
+  const UOp* small_const() {
+    if (rng_.chance(10)) return ctx_.cint(rng_.uniform(-1000, 1000));
+    return ctx_.cint(rng_.uniform(-8, 8));
+  }
+  const UOp* divisor() {
+    std::vector<const UOp*> positive;
+    for (const Var& v : vars_)
+      if (v.lo >= 1) positive.push_back(v.u);
+    if (!positive.empty() && rng_.chance(12)) return rng_.pick(positive);
+    switch (rng_.weighted({12, 3, 3})) {
+      case 0: return ctx_.cint(rng_.uniform(1, 9));
+      case 1: return ctx_.cint(rng_.uniform(10, 64));
+      default: return ctx_.cint(-rng_.uniform(1, 9));
+    }
+  }
+
+  const UOp* gen_int(int depth) {
+    if (depth <= 0 || rng_.chance(12)) return rng_.chance(75) ? var() : small_const();
+    int d = depth - 1;
+    // every draw is its own statement: operand evaluation order is unspecified in C++
+    size_t kind = rng_.weighted({16, 8, 14, 3, 4, 12, 12, 6, 6, 7, 2});
+    if (kind == 9) {
+      const UOp* c = gen_bool(d);
+      const UOp* t = gen_int(d);
+      return where(c, t, gen_int(d));
+    }
+    if (kind == 10) return gen_bool(d)->cast(dtypes::weakint);
+    Expr x = gen_int(d);
+    switch (kind) {
+      case 0: return x + Expr(gen_int(d));
+      case 1: return x + Expr(small_const());
+      case 2: return x * rng_.uniform(-6, 8);
+      case 3: return x * Expr(gen_int(d - 1));
+      case 4: return x - Expr(gen_int(d));
+      case 5: return x / Expr(divisor());
+      case 6: return x % Expr(divisor());
+      case 7: return maximum(x, gen_int(d));
+      default: return minimum(x, gen_int(d));
+    }
+  }
+
+  const UOp* gen_bool(int depth) {
+    if (depth <= 0) {
+      if (!rng_.chance(95)) return ctx_.cbool(rng_.chance(50));
+      Expr v = var();
+      return v < Expr(small_const());
+    }
+    int d = depth - 1;
+    size_t kind = rng_.weighted({18, 8, 12, 6, 10, 10, 7, 8, 2});
+    if (kind == 7) return !Expr(gen_bool(d));
+    if (kind == 8) return ctx_.cbool(rng_.chance(50));
+    if (kind >= 4) {
+      Expr x = gen_bool(d);
+      Expr y = gen_bool(d);
+      return kind == 4 ? x & y : kind == 5 ? x | y : x ^ y;
+    }
+    Expr x = gen_int(d);
+    Expr y = kind == 0 || kind == 2 ? Expr(gen_int(d)) : Expr(small_const());
+    return kind <= 1 ? x < y : x != y;
+  }
+
+  Rng& rng_;
+  Context& ctx_;
+  std::vector<Var> vars_;
+};
+
+struct Matcher {
+  const char* name;
+  const PatternMatcher& pm;
+};
+
+TEST(SymbolicFuzz, DifferentialAgainstExactEvaluation) {
+  constexpr int kCases = 10'000;
+  constexpr int kRandomPoints = 10;
+  constexpr int kShrinkAtMost = 40;  // shrink and print the first failures; count all of them
+  const Matcher matchers[] = {{"sym", sym()}, {"symbolic", symbolic()}};
+
+  Rng rng(0x6b696c6e'66757a7aull);  // "kilnfuzz"
+  std::map<std::pair<std::string, Kind>, int> counts;
+  std::set<std::string> repros;
+  int failures = 0, changed = 0, evaluated_points = 0;
+  std::string report;
+  for (int iter = 0; iter < kCases; ++iter) {
+    Context ctx;
+    ExprGen gen(rng, ctx);
+    const UOp* e = gen.root();
+    std::vector<Point> points = gen.points(kRandomPoints);
+    evaluated_points += int(points.size());
+    for (const Matcher& m : matchers) {
+      Verdict v = check(e, m.pm, gen.vars(), points);
+      changed += v.simplified != nullptr && v.simplified != e;
+      if (v.kind == Kind::Ok) continue;
+      ++failures;
+      ++counts[{m.name, v.kind}];
+      if (failures > kShrinkAtMost) continue;
+      const UOp* small = shrink(e, m.pm, gen.vars(), points, v.kind);
+      Verdict sv = check(small, m.pm, gen.vars(), points);
+      std::string repro = print(small);
+      bool fresh = repros.insert(std::string(m.name) + " " + repro).second;
+      report += "\n[case " + std::to_string(iter) + ", " + m.name + "] " + kind_name(v.kind) + "\n  expression: " +
+                print(e) + "\n  simplified: " + (v.simplified ? print(v.simplified) : "-") + "\n  " + v.detail;
+      if (!fresh) {
+        report += "\n  (minimal reproduction already reported above)\n";
+        continue;
+      }
+      report += "\n  minimal reproduction: " + repro + "\n  simplifies to:        " +
+                (sv.simplified ? print(sv.simplified) : "-") + "\n  " + sv.detail + "\n";
+    }
+  }
+  std::string summary;
+  for (const auto& [key, n] : counts)
+    summary += "\n  " + key.first + ": " + std::to_string(n) + " x " + kind_name(key.second);
+  EXPECT_EQ(failures, 0) << failures << " failing (case, matcher) pairs out of " << 2 * kCases << ":" << summary
+                         << "\nFirst failures (at most " << kShrinkAtMost << ", shrunk):" << report;
+  // the generator must keep producing work for the simplifier, and every case must be checked
+  EXPECT_GT(changed, kCases / 2);
+  EXPECT_GE(evaluated_points, kCases * (kRandomPoints + 2));
+}
+
+// ---------------------------------------------------------------- text round trip
+
+class GraphGen {
+ public:
+  GraphGen(Rng& rng, Context& ctx) : rng_(rng), ctx_(ctx) {}
+
+  const UOp* gen(int depth) {
+    const UOp* u = node(depth);
+    if (rng_.chance(8)) u = u->with_tag(int32_t(rng_.uniform(-3, 40)));
+    if (u->tag == 0 || rng_.chance(50)) pool_.push_back(u);
+    return u;
+  }
+
+ private:
+  DType scalar() { return DType(Scalar(rng_.uniform(1, kNumScalars - 1))); }  // never void
+  DType any_dtype() {
+    DType d = scalar();
+    if (rng_.chance(10)) d = d.vec(int(rng_.pick(std::vector<int64_t>{2, 3, 4, 8, 16, 255})));
+    if (rng_.chance(10)) d = d.as_ptr(rng_.pick(std::vector<AddrSpace>{AddrSpace::Global, AddrSpace::Local, AddrSpace::Reg}));
+    return d;
+  }
+  DType int_dtype() {
+    static const std::vector<DType> kInts = {dtypes::int8,  dtypes::uint8,  dtypes::int16, dtypes::uint16,
+                                             dtypes::int32, dtypes::uint32, dtypes::int64, dtypes::uint64,
+                                             dtypes::weakint};
+    return rng_.pick(kInts);
+  }
+  std::string ident() {
+    static const char kFirst[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    static const char kRest[] = "abcdefghijklmnopqrstuvwxyz0123456789_.";
+    std::string s(1, kFirst[rng_.uniform(0, sizeof kFirst - 2)]);
+    for (int64_t n = rng_.uniform(0, 6); n > 0; --n) s += kRest[rng_.uniform(0, sizeof kRest - 2)];
+    return s;
+  }
+  double any_double() {
+    switch (rng_.weighted({3, 3, 1, 1, 1, 1, 1, 1, 2})) {
+      case 0: return double(rng_.uniform(-100, 100)) / 8.0;
+      case 1: {  // any bit pattern that is not a NaN
+        uint64_t b = rng_.bits();
+        double d;
+        std::memcpy(&d, &b, sizeof d);
+        return std::isnan(d) ? 1.5 : d;
+      }
+      case 2: return std::numeric_limits<double>::quiet_NaN();
+      case 3: return std::numeric_limits<double>::infinity();
+      case 4: return -std::numeric_limits<double>::infinity();
+      case 5: return -0.0;
+      case 6: return std::numeric_limits<double>::denorm_min();
+      case 7: return -std::numeric_limits<double>::max();
+      default: return 0.1 * double(rng_.uniform(-1'000'000, 1'000'000));
+    }
+  }
+  const UOp* constant() {
+    DType d = scalar();
+    if (rng_.chance(8)) d = d.vec(4);
+    if (is_bool(d)) return ctx_.make(Op::CONST, d, {}, ConstValue::of_bool(rng_.chance(50)));
+    if (is_float(d)) {
+      if (rng_.chance(50)) return ctx_.cfloat(any_double(), d);  // rounded to the dtype
+      return ctx_.make(Op::CONST, d, {}, ConstValue::of_float(any_double()));
+    }
+    int64_t lo = int_min(d), hi = int_max(d);
+    // uint64 is carried in int64: values from 2^63 up (constant folding makes them) are negative
+    if (d.scalar == Scalar::Uint64 && rng_.chance(20)) return ctx_.cint(int64_t(rng_.bits() | (uint64_t(1) << 63)), d);
+    switch (rng_.weighted({4, 1, 1, 1})) {
+      case 0: return ctx_.cint(rng_.uniform(std::max<int64_t>(lo, -20), std::min<int64_t>(hi, 20)), d);
+      case 1: return ctx_.cint(lo, d);
+      case 2: return ctx_.cint(hi, d);
+      default: return ctx_.cint(rng_.uniform(lo, hi), d);
+    }
+  }
+  const UOp* leaf() {
+    switch (rng_.weighted({6, 3, 2, 1, 1})) {
+      case 0: return constant();
+      case 1: {
+        DType d = int_dtype();
+        int64_t lo = rng_.uniform(std::max<int64_t>(int_min(d), -1000), std::min<int64_t>(int_max(d), 1000));
+        int64_t hi = rng_.chance(5) ? int_max(d) : lo + rng_.uniform(0, 100);
+        int64_t mul = rng_.chance(15) ? rng_.uniform(2, 16) : 1;
+        if (rng_.chance(5)) lo = int_min(d);
+        std::string name = ident();
+        return ctx_.var(name, lo, hi, d, mul);
+      }
+      case 2: {
+        ParamArg a{int32_t(rng_.uniform(-1, 8)), rng_.chance(50) ? -1 : rng_.uniform(0, 1 << 20), ""};
+        if (rng_.chance(50)) a.name = ctx_.intern(ident());
+        Op op = rng_.chance(50) ? Op::PARAM : Op::BUFFER;
+        return ctx_.make(op, any_dtype(), {}, a);
+      }
+      case 3: return ctx_.invalid();
+      default: {
+        DType d = any_dtype();
+        Arg a = rng_.chance(50) ? Arg(Name{ident()}) : Arg(rng_.uniform(-99, 99));
+        return ctx_.make(Op::CUSTOM, d, {}, a);
+      }
+    }
+  }
+  const UOp* src(int depth) {
+    if (!pool_.empty() && rng_.chance(25)) return rng_.pick(pool_);  // sharing
+    return gen(depth - 1);
+  }
+  const UOp* boolean(int depth) {
+    Op op = rng_.chance(50) ? Op::CMPLT : Op::CMPNE;
+    return ctx_.make(op, dtypes::bool_, {src(depth), src(depth)});
+  }
+
+  const UOp* node(int depth) {
+    if (depth <= 0 || rng_.chance(15)) return leaf();
+    static const std::vector<Op> kUnary = {Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT, Op::RECIPROCAL, Op::NEG, Op::TRUNC};
+    static const std::vector<Op> kBinary = {Op::ADD, Op::MUL, Op::SHL, Op::SHR, Op::CDIV, Op::MAX, Op::CMOD,
+                                            Op::XOR, Op::OR, Op::AND, Op::THREEFRY, Op::SUB, Op::FDIV, Op::POW,
+                                            Op::FLOORDIV, Op::FLOORMOD};
+    static const std::vector<Op> kOther = {Op::INDEX, Op::LOAD, Op::STORE, Op::STACK, Op::AFTER, Op::GROUP,
+                                           Op::BARRIER, Op::END, Op::NOOP, Op::GETTUPLE};
+    size_t kind = rng_.weighted({3, 2, 6, 3, 2, 3, 1, 1, 2, 2});
+    switch (kind) {
+      case 0: {
+        const UOp* end = src(depth);
+        RangeArg a{int32_t(rng_.uniform(0, 40)), AxisType(rng_.uniform(0, int(AxisType::Loop))),
+                   rng_.chance(30) ? int32_t(rng_.uniform(0, 5)) : -1};
+        std::vector<const UOp*> s{end};
+        if (rng_.chance(10)) s.push_back(src(depth));
+        DType d = rng_.chance(80) ? dtypes::weakint : int_dtype();
+        return ctx_.make(Op::RANGE, d, s, a);
+      }
+      case 1: {
+        const UOp* end = src(depth);
+        std::string name = rng_.pick(std::vector<std::string>{"gidx0", "lidx1", "core_id", ident()});
+        return ctx_.special(end, name);
+      }
+      case 5: return boolean(depth);
+      case 8: {
+        std::vector<const UOp*> s;
+        for (int64_t n = rng_.uniform(1, 4); n > 0; --n) s.push_back(src(depth));
+        if (rng_.chance(50)) return ctx_.sink(s);
+        static const std::vector<Op> kReduce = {Op::ADD, Op::MUL, Op::MAX};
+        ReduceArg a{rng_.pick(kReduce), int32_t(rng_.uniform(0, 2))};
+        return ctx_.make(Op::REDUCE, any_dtype(), s, a);
+      }
+      case 9: {
+        Op op = rng_.pick(kOther);
+        std::vector<const UOp*> s;
+        for (int64_t n = rng_.uniform(0, 3); n > 0; --n) s.push_back(src(depth));
+        Arg a;
+        if (rng_.chance(30)) a = Name{ctx_.intern(ident())};
+        else if (rng_.chance(30)) a = rng_.uniform(-1000, 1000);
+        return ctx_.make(op, any_dtype(), s, a);
+      }
+      default: {  // ALU ops and casts: draw op and dtype first, then the sources in order
+        Op op = kind == 2 ? rng_.pick(kBinary)
+                : kind == 3 ? rng_.pick(kUnary)
+                : kind == 4 ? (rng_.chance(50) ? Op::CAST : Op::BITCAST)
+                : kind == 6 ? Op::WHERE
+                            : Op::MULACC;
+        DType d = any_dtype();
+        std::vector<const UOp*> s;
+        if (op == Op::WHERE) s.push_back(boolean(depth));
+        size_t n = in_group(op, G_BINARY) ? 2 : op == Op::MULACC ? 3 : op == Op::WHERE ? 2 : 1;
+        while (s.size() < n + (op == Op::WHERE)) s.push_back(src(depth));
+        return ctx_.make(op, d, s);
+      }
+    }
+  }
+
+  Rng& rng_;
+  Context& ctx_;
+  std::vector<const UOp*> pool_;
+};
+
+// The first node (sources first) whose own tree text does not parse back to it.
+std::string first_bad_node(Context& ctx, const UOp* root) {
+  for (const UOp* u : toposort(root)) {
+    ParseError err;
+    const UOp* back = parse(ctx, print(u), &err);
+    if (back == u) continue;
+    return print(u) + "\n    parses as " + (back ? print(back) : "<error at " + std::to_string(err.offset) + ": " + err.message + ">");
+  }
+  return "<every node round-trips alone>";
+}
+
+TEST(TextFuzz, PrintParseRoundTripIsTheSamePointer) {
+  constexpr int kCases = 1'000;
+  Rng rng(0x7465787466757a7aull);  // "textfuzz"
+  int failures = 0;
+  std::set<std::string> culprits;
+  std::string report;
+  for (int iter = 0; iter < kCases; ++iter) {
+    Context ctx;
+    GraphGen gen(rng, ctx);
+    const UOp* root = gen.gen(int(rng.uniform(0, 6)));
+    std::string tree = print(root), graph = print_graph(root);
+    std::string what;
+    if (parse(ctx, tree) != root) what += " print->parse";
+    if (parse(ctx, graph) != root) what += " print_graph->parse";
+    // into a fresh context: the same text comes back out
+    Context other;
+    const UOp* copy = parse(other, graph);
+    if (copy == nullptr || print(copy) != tree || print_graph(copy) != graph) what += " new-context";
+    if (what.empty()) continue;
+    ++failures;
+    std::string culprit = first_bad_node(ctx, root);
+    if (culprits.insert(culprit).second && culprits.size() <= 12)
+      report += "\n[case " + std::to_string(iter) + "]" + what + "\n  smallest culprit: " + culprit;
+  }
+  EXPECT_EQ(failures, 0) << failures << " failures out of " << kCases << "; distinct culprits:" << report;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -177,6 +177,7 @@ struct BoundsImpl {
         break;
       case Op::DEFINE_VAR: {
         const auto& v = u->arg<VarArg>();
+        if (is_float(d)) return {ConstValue::of_float(v.fmin), ConstValue::of_float(v.fmax)};
         return {ConstValue::of_int(v.min), ConstValue::of_int(v.max)};
       }
       case Op::RANGE: case Op::SPECIAL:

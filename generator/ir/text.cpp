@@ -52,8 +52,8 @@ static std::string head(const UOp* u) {
         if constexpr (std::is_same_v<T, ConstValue>) atom(to_string(v, u->dtype));
         else if constexpr (std::is_same_v<T, VarArg>) {
           atom(std::string(v.name));
-          atom(std::to_string(v.min));
-          atom(std::to_string(v.max));
+          atom(is_float(u->dtype) ? float_repr(v.fmin) : std::to_string(v.min));
+          atom(is_float(u->dtype) ? float_repr(v.fmax) : std::to_string(v.max));
           if (v.multiple_of != 1) atom("mul=" + std::to_string(v.multiple_of));
         } else if constexpr (std::is_same_v<T, RangeArg>) {
           atom(std::to_string(v.axis));
@@ -320,7 +320,16 @@ class Parser {
       }
       case Op::DEFINE_VAR: {
         if (!want(3, 0, 0)) return nullptr;
-        if (!is_int(dt)) return fail("a VAR needs an integer dtype, got " + to_string(dt), at);
+        if (is_float(dt)) {
+          auto lo = to_float(pos[1].first), hi = to_float(pos[2].first);
+          if (!lo) return fail("expected a number, got '" + std::string(pos[1].first) + "'", pos[1].second);
+          if (!hi) return fail("expected a number, got '" + std::string(pos[2].first) + "'", pos[2].second);
+          if (!(*lo <= *hi)) return fail("VAR range is empty: min " + std::string(pos[1].first) + " > max " +
+                                         std::string(pos[2].first), pos[1].second);
+          r = ctx_.make(Op::DEFINE_VAR, dt, {}, VarArg{pos[0].first, 0, 0, 1, *lo, *hi}, tag);
+          break;
+        }
+        if (!is_int(dt)) return fail("a VAR needs an integer or float dtype, got " + to_string(dt), at);
         auto lo = int_at(1), hi = int_at(2);
         if (!lo || !hi) return nullptr;
         if (*lo > *hi) return fail("VAR range is empty: min " + std::to_string(*lo) + " > max " + std::to_string(*hi),

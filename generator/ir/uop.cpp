@@ -67,7 +67,10 @@ uint64_t hash_arg(const Arg& a) {
           std::memcpy(&bits, &v.f, sizeof bits);
           h = mix(mix(mix(h, uint64_t(v.kind)), uint64_t(v.i)), v.is_float() ? bits : 0);
         } else if constexpr (std::is_same_v<T, VarArg>) {
-          h = mix(mix(mix(mix(h, hash_str(v.name)), uint64_t(v.min)), uint64_t(v.max)), uint64_t(v.multiple_of));
+          uint64_t a, b;
+          std::memcpy(&a, &v.fmin, sizeof a);
+          std::memcpy(&b, &v.fmax, sizeof b);
+          h = mix(mix(mix(mix(mix(mix(h, hash_str(v.name)), uint64_t(v.min)), uint64_t(v.max)), uint64_t(v.multiple_of)), a), b);
         } else if constexpr (std::is_same_v<T, RangeArg>) {
           h = mix(mix(mix(h, uint64_t(v.axis)), uint64_t(v.type)), uint64_t(v.sub));
         } else if constexpr (std::is_same_v<T, ParamArg>) {
@@ -182,6 +185,10 @@ const UOp* Context::cconst(const ConstValue& v, DType d) {
 }
 const UOp* Context::var(std::string_view name, int64_t min, int64_t max, DType d, int64_t multiple_of) {
   return make(Op::DEFINE_VAR, d, {}, VarArg{name, min, max, multiple_of});
+}
+const UOp* Context::fvar(std::string_view name, double min, double max, DType d) {
+  VarArg v{name, 0, 0, 1, min, max};
+  return make(Op::DEFINE_VAR, d, {}, v);
 }
 const UOp* Context::range(const UOp* end, int32_t axis, AxisType type, DType d) {
   return make(Op::RANGE, d, {end}, RangeArg{axis, type, -1});
@@ -399,6 +406,8 @@ static int compare_arg(const Arg& a, const Arg& b) {
     if (int c = x->name.compare(y.name)) return c < 0 ? -1 : 1;
     if (x->min != y.min) return cmp(x->min, y.min);
     if (x->max != y.max) return cmp(x->max, y.max);
+    if (x->fmin != y.fmin) return cmp(x->fmin, y.fmin);
+    if (x->fmax != y.fmax) return cmp(x->fmax, y.fmax);
     return cmp(x->multiple_of, y.multiple_of);
   }
   if (auto* x = std::get_if<RangeArg>(&a)) {

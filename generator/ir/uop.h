@@ -47,10 +47,11 @@ enum class AxisType : uint8_t {
 };
 std::string_view axis_type_name(AxisType t);  // lowercase: "loop", "reduce", ...
 
-struct VarArg {  // DEFINE_VAR: a bounded symbolic integer
+struct VarArg {  // DEFINE_VAR: a bounded symbolic value (an integer, or a float with fmin/fmax)
   std::string_view name;  // interned in the Context
   int64_t min = 0, max = 0;
   int64_t multiple_of = 1;
+  double fmin = 0.0, fmax = 0.0;  // the bounds of a float variable
   bool operator==(const VarArg&) const = default;
 };
 struct RangeArg {  // RANGE: axis id and kind; `sub` distinguishes split copies of one axis
@@ -177,6 +178,7 @@ class Context {
   const UOp* cconst(const ConstValue& v, DType d);
   const UOp* invalid();
   const UOp* var(std::string_view name, int64_t min, int64_t max, DType d = dtypes::weakint, int64_t multiple_of = 1);
+  const UOp* fvar(std::string_view name, double min, double max, DType d = dtypes::float32);
   const UOp* range(const UOp* end, int32_t axis, AxisType type = AxisType::Loop, DType d = dtypes::weakint);
   const UOp* range(int64_t end, int32_t axis, AxisType type = AxisType::Loop);
   const UOp* special(const UOp* end, std::string_view name);

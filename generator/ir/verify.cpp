@@ -30,8 +30,8 @@ static std::optional<std::string> check(const UOp* u) {
     case Op::DEFINE_VAR: {
       if (!u->has_arg<VarArg>()) return "a VAR needs a name and bounds";
       const auto& v = u->arg<VarArg>();
-      if (!is_int(u->dtype)) return "a VAR is an integer";
-      if (v.min > v.max) return "a VAR's range is empty";
+      if (!is_int(u->dtype) && !is_float(u->dtype)) return "a VAR is an integer or a float";
+      if (is_int(u->dtype) ? v.min > v.max : !(v.fmin <= v.fmax)) return "a VAR's range is empty";
       if (v.multiple_of < 1) return "multiple_of must be positive";
       return nsrc(0);
     }

@@ -137,6 +137,9 @@ TEST(Range, BoundsFollowTheOps) {
   EXPECT_EQ(bounds(a < b), std::make_pair(int64_t(0), int64_t(1)));
   const UOp* r = ctx.range(16, 0);
   EXPECT_EQ(bounds(r), std::make_pair(int64_t(0), int64_t(15)));
+  const UOp* f = ctx.fvar("f", -1.5, 2.5);
+  EXPECT_EQ(f->vmin().f, -1.5);
+  EXPECT_EQ(f->vmax().f, 2.5);
   // a fixed-width int that could wrap gets its dtype's range
   Expr i = ctx.var("i", 0, 200, dtypes::int8);
   EXPECT_EQ(bounds(i * 2), std::make_pair(int64_t(-128), int64_t(127)));
@@ -156,6 +159,7 @@ TEST(Text, RoundTripsExactly) {
       "(CONST:half -0.0)",
       "(VAR:weakint a 0 8)",
       "(VAR:int n 1 4096 mul=16)",
+      "(VAR:float x -4.5 4.5)",
       "(ADD:weakint (MUL:weakint (VAR:weakint a 0 8) (CONST:weakint 4)) (VAR:weakint b 0 3))",
       "(RANGE:weakint 0 loop (CONST:weakint 16))",
       "(RANGE:weakint 3 reduce sub=1 (CONST:weakint 16))",

@@ -33,6 +33,7 @@ const UOp* gated(const UOp* cond, const UOp* t, const UOp* inv) {
 // ---------------------------------------------------------------- constant folding
 
 // The lanes of a constant operand: a CONST is one lane (broadcast), a STACK of CONSTs is many.
+// A STACK may hold Invalid lanes; a scalar Invalid is left to the Invalid rules.
 bool const_lanes(const UOp* u, std::vector<ConstValue>& out) {
   out.clear();
   if (u->op == Op::CONST) {
@@ -41,7 +42,7 @@ bool const_lanes(const UOp* u, std::vector<ConstValue>& out) {
   }
   if (u->op != Op::STACK || u->nsrc() == 0) return false;
   for (const UOp* s : u->src()) {
-    if (s->op != Op::CONST || s->is_invalid()) return false;
+    if (s->op != Op::CONST) return false;
     out.push_back(s->cval());
   }
   return true;
@@ -63,7 +64,17 @@ const UOp* fold_const_alu(const Match& m) {
   std::vector<const UOp*> out;
   std::vector<ConstValue> ops(a->nsrc());
   for (size_t l = 0; l < lanes; ++l) {
-    for (size_t i = 0; i < a->nsrc(); ++i) ops[i] = vals[i].size() == 1 ? vals[i][0] : vals[i][l];
+    bool poisoned = false;
+    for (size_t i = 0; i < a->nsrc(); ++i) {
+      ops[i] = vals[i].size() == 1 ? vals[i][0] : vals[i][l];
+      poisoned = poisoned || ops[i].is_invalid();
+    }
+    // an Invalid lane poisons its lane of a binary op; other ops have no value for it
+    if (poisoned && !in_group(a->op, G_BINARY)) return nullptr;
+    if (poisoned) {
+      out.push_back(a->ctx().invalid());
+      continue;
+    }
     std::optional<ConstValue> r = exec_alu(a->op, a->dtype.base(), ops);
     if (!r) return nullptr;
     out.push_back(a->const_like(*r));

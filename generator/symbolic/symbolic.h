@@ -16,6 +16,8 @@ const PatternMatcher& pm_simplify_valid();     // valid.cpp
 const PatternMatcher& sym();
 // A concrete CAST over weak math or a weak CONST commits the weak sources at its width (sym.cpp).
 const PatternMatcher& pm_cast_weak();
+// cond.where(buf[idx], 0) -> buf[idx.valid(cond)]: a gate on loaded data guards the load (load.cpp).
+const PatternMatcher& pm_move_where_on_load();
 
 // graph_rewrite(u, symbolic()); CONSTs are returned as they are.
 const UOp* simplify(const UOp* u);

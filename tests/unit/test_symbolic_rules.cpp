@@ -433,5 +433,80 @@ TEST(Symbolic, RandomDifferential) {
   }
 }
 
+// Shorthand of the MoveWhereOnLoad cases: $s is a second range, $ib an int32 buffer, $z the 0.0 false branch.
+std::string load_case(std::string s) {
+  const std::pair<const char*, const char*> kMore[] = {
+      {"$s", "(RANGE:weakint 1 loop (CONST:weakint 8))"},
+      {"$ib", "(PARAM:int32* slot=3)"},
+      {"$z", "(CONST:float32 0.0)"},
+  };
+  for (const auto& [k, v] : kMore)
+    for (size_t at; (at = s.find(k)) != std::string::npos;) s.replace(at, std::string(k).size(), v);
+  return s;
+}
+
+TEST(MoveWhereOnLoad, GateMovesIntoIndexValid) {
+  const std::vector<std::pair<std::string, std::optional<std::string>>> cases = {
+      // the clause depends only on the index's range: it guards the load
+      {"(WHERE:float32 (CMPLT:bool %r #8) (INDEX:float32 %buf %r) $z)",
+       "(INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %r #8) %r %inv))"},
+      // the negated form: cond.where(0, load)
+      {"(WHERE:float32 (CMPLT:bool %r #8) $z (INDEX:float32 %buf %r))",
+       "(INDEX:float32 %buf (WHERE:weakint (CMPNE:bool (CMPLT:bool %r #8) (CONST:bool true)) %r %inv))"},
+      // through a CAST of the load
+      {"(WHERE:float32 (CMPLT:bool %r #8) (CAST:float32 (INDEX:int32 $ib %r)) $z)",
+       "(CAST:float32 (INDEX:int32 $ib (WHERE:weakint (CMPLT:bool %r #8) %r %inv)))"},
+      // a clause over a range the index does not use stays outside; the other one moves
+      {"(WHERE:float32 (AND:bool (CMPLT:bool %r #8) (CMPLT:bool $s #4)) (INDEX:float32 %buf %r) $z)",
+       "(WHERE:float32 (CMPLT:bool $s #4) (INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %r #8) %r %inv)) $z)"},
+      // a clause the valid already holds is dropped, a new one joins the valid
+      {"(WHERE:float32 (AND:bool (CMPLT:bool %r #8) (CMPLT:bool %r #4)) "
+       "(INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %r #8) %r %inv)) $z)",
+       "(INDEX:float32 %buf (WHERE:weakint (AND:bool (CMPLT:bool %r #8) (CMPLT:bool %r #4)) %r %inv))"},
+      {"(WHERE:float32 (CMPLT:bool %r #8) (INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %r #8) %r %inv)) $z)",
+       "(INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %r #8) %r %inv))"},
+      // a variable has no range: its clause moves, the range clause stays (the index has no range)
+      {"(WHERE:float32 (AND:bool (CMPLT:bool %a #4) (CMPLT:bool %r #2)) "
+       "(INDEX:float32 %buf (WHERE:weakint (CMPLT:bool %a #2) %a %inv)) $z)",
+       "(WHERE:float32 (CMPLT:bool %r #2) "
+       "(INDEX:float32 %buf (WHERE:weakint (AND:bool (CMPLT:bool %a #2) (CMPLT:bool %a #4)) %a %inv)) $z)"},
+      // a clause may read the index's own loads (a gather) ...
+      {"(WHERE:float32 (CMPLT:bool (INDEX:int32 $ib %r) (CONST:int32 5)) (INDEX:float32 %buf (INDEX:int32 $ib %r)) $z)",
+       "(INDEX:float32 %buf (WHERE:int32 (CMPLT:bool (INDEX:int32 $ib %r) (CONST:int32 5)) (INDEX:int32 $ib %r) "
+       "%inv))"},
+      // ... but no other data: must not fire
+      {"(WHERE:float32 (CMPLT:bool (INDEX:int32 $ib %r) (CONST:int32 5)) (INDEX:float32 %buf %r) $z)", std::nullopt},
+      // a range ended by a REDUCE is not a range of the clause
+      {"(WHERE:float32 (CMPLT:bool (REDUCE:weakint add $s $s) #3) (INDEX:float32 %buf %r) $z)",
+       "(INDEX:float32 %buf (WHERE:weakint (CMPLT:bool (REDUCE:weakint add $s $s) #3) %r %inv))"},
+      // must not fire: only a range the index does not use, or a false branch other than 0
+      {"(WHERE:float32 (CMPLT:bool $s #4) (INDEX:float32 %buf %r) $z)", std::nullopt},
+      {"(WHERE:float32 (CMPLT:bool %r #8) (INDEX:float32 %buf %r) (CONST:float32 1.0))", std::nullopt},
+  };
+  std::vector<Case> expanded;
+  std::vector<std::string> keep;  // Case holds pointers
+  keep.reserve(cases.size() * 2);
+  for (const auto& [in, out] : cases) {
+    keep.push_back(load_case(in));
+    const char* i = keep.back().c_str();
+    const char* o = nullptr;
+    if (out) keep.push_back(load_case(*out)), o = keep.back().c_str();
+    expanded.push_back({i, o});
+  }
+  check(pm_move_where_on_load(), expanded);
+}
+
+TEST(SymbolicSimple, InvalidLanesFold) {
+  check(symbolic_simple(), {
+                               // lane-wise: an Invalid lane poisons its lane only
+                               {"(ADD:int32 (STACK:int32 (CONST:int32 1) (CONST:int32 1) %inv %inv) "
+                                "(STACK:int32 (CONST:int32 1) %inv (CONST:int32 1) (CONST:int32 1)))",
+                                "(STACK:int32 (CONST:int32 2) %inv %inv %inv)"},
+                               {"(CMPLT:bool (STACK:weakint #1 %inv) #2)", "(STACK:bool (CONST:bool true) %inv)"},
+                               // a unary op has no value for an Invalid lane: left alone
+                               {"(NEG:int32 (STACK:int32 (CONST:int32 1) %inv))", nullptr},
+                           });
+}
+
 }  // namespace
 }  // namespace kiln

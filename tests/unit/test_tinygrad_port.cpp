@@ -245,7 +245,7 @@ class Checker {
         if (u->op == Op::INDEX) return judge(get_valid(u->src(1)), node("valid"), false);
       return {Verdict::Mismatch, "no INDEX left after sym", detail_};
     }
-    if (kind == "valid_idx") throw Stop{Verdict::Unsupported, "kiln has no pm_move_where_on_load"};
+    if (kind == "valid_idx") return check_valid_idx();
     if (kind == "valid_idx_image")
       throw Stop{Verdict::Unsupported, "kiln has no pm_move_where_on_load or indexing_simplify"};
     throw Stop{Verdict::Unsupported, "unknown kind `" + kind + "`"};
@@ -350,6 +350,32 @@ class Checker {
     // uint64 values past INT64_MAX are carried as negative int64
     if (v.size() == 1 && v[0] && v[0]->is_int() && r_.value("value") == std::to_string(uint64_t(v[0]->i))) return {};
     return {Verdict::Mismatch, "value " + exact::to_string(v) + ", expected " + r_.value("value"), detail_};
+  }
+
+  // SINK(LOAD(INDEX(buf, offset)), ...) after the rewrite: the offset's idx and valid
+  Outcome check_valid_idx() {
+    static const PatternMatcher kSymMoveWhere = sym() + pm_move_where_on_load();
+    if (!noted("matcher: sym+pm_move_where_on_load "))
+      throw Stop{Verdict::Unsupported, "note names no matcher kiln knows"};
+    const UOp* ours = graph_rewrite(node("in"), kSymMoveWhere);
+    detail_ += "\nresult:   " + clip(print(ours));
+    if (ours->op != Op::SINK || ours->nsrc() == 0 || ours->src(0)->op != Op::LOAD ||
+        ours->src(0)->src(0)->op != Op::INDEX || ours->src(0)->src(0)->nsrc() < 2)
+      return {Verdict::Mismatch, "result is not SINK(LOAD(INDEX(buf, offset)), ...)", detail_};
+    const UOp* offset = ours->src(0)->src(0)->src(1);
+    const UOp* idx = offset->op == Op::WHERE && offset->src(2)->is_invalid() ? offset->src(1) : offset;
+    // when tinygrad fails the check too (expected_failure), say whether we fail it the same way
+    auto as_tinygrad = [&](const char* field, const UOp* got) -> std::string {
+      if (!r_.has(field)) return std::string();
+      return parse_field(field, r_.value(field)) == got ? " (same as tinygrad's own result)"
+                                                        : " (not tinygrad's own result either)";
+    };
+    Outcome o = judge(idx, graph_rewrite(node("idx"), commutative()), false);
+    if (o.verdict != Verdict::Pass) return {o.verdict, "idx: " + o.reason + as_tinygrad("tinygrad_idx", idx), o.detail};
+    o = judge(get_valid(offset), graph_rewrite(node("valid"), commutative()), false);
+    if (o.verdict != Verdict::Pass)
+      return {o.verdict, "valid: " + o.reason + as_tinygrad("tinygrad_valid", get_valid(offset)), o.detail};
+    return {};
   }
 
   Outcome check_simplify_valid() {

@@ -75,15 +75,23 @@ static std::string head(const UOp* u) {
 }
 
 std::string print(const UOp* root) {
-  // iterative: a string per node, built after its sources
-  std::unordered_map<const UOp*, std::string> text;
-  for (const UOp* u : toposort(root)) {
-    std::string s = head(u);
-    for (const UOp* x : u->src()) s += " " + text[x];
-    s += ")";
-    text[u] = std::move(s);
+  // iterative tree walk writing straight into the output: linear in the text it produces
+  std::string out;
+  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  out += head(root);
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      out += ' ';
+      out += head(s);
+      stack.push_back({s, 0});
+      continue;
+    }
+    out += ')';
+    stack.pop_back();
   }
-  return text[root];
+  return out;
 }
 
 std::string print_graph(const UOp* root) {
@@ -188,52 +196,59 @@ class Parser {
     return v;
   }
 
+  // Iterative, so nesting depth is bounded by memory, not by the stack.
   const UOp* node() {
-    skip_ws();
-    if (peek() == '%') {
-      size_t at = pos_;
-      std::string_view name = atom();
-      auto it = refs_.find(std::string(name));
-      if (it == refs_.end()) return fail("undefined reference " + std::string(name), at);
-      return it->second;
-    }
-    if (peek() != '(') return fail(pos_ >= t_.size() ? "unexpected end of input, expected '('" : "expected '('");
-    if (++depth_ > 4000) return fail("expression nested too deeply (use the %name = ... bindings form)");
-    ++pos_;
-    size_t head_at = pos_;
-    std::string_view hd = atom();
-    auto colon = hd.find(':');
-    if (colon == std::string_view::npos) return fail("expected OP:dtype, got '" + std::string(hd) + "'", head_at);
-    std::string_view opname = hd.substr(0, colon), dtname = hd.substr(colon + 1);
-    bool is_var = opname == "VAR";
-    auto op = is_var ? std::optional<Op>(Op::DEFINE_VAR) : parse_op(opname);
-    if (!op) return fail("unknown op '" + std::string(opname) + "'", head_at);
-    auto dt = parse_dtype(dtname);
-    if (!dt) return fail("unknown dtype '" + std::string(dtname) + "'", head_at + colon + 1);
-
-    std::vector<std::pair<std::string_view, size_t>> atoms;
-    std::vector<const UOp*> srcs;
+    struct Frame {
+      Op op;
+      DType dt;
+      size_t head_at;
+      std::vector<std::pair<std::string_view, size_t>> atoms;
+      std::vector<const UOp*> srcs;
+    };
+    std::vector<Frame> st;
     while (true) {
       skip_ws();
-      if (pos_ >= t_.size()) return fail("unexpected end of input, expected ')'");
-      if (peek() == ')') {
+      const UOp* done = nullptr;
+      if (peek() == '%') {
+        size_t at = pos_;
+        std::string_view name = atom();
+        auto it = refs_.find(std::string(name));
+        if (it == refs_.end()) return fail("undefined reference " + std::string(name), at);
+        done = it->second;
+      } else if (peek() == '(') {
         ++pos_;
-        break;
-      }
-      if (peek() == '(' || peek() == '%') {
-        const UOp* s = node();
-        if (!s) return nullptr;
-        srcs.push_back(s);
+        size_t head_at = pos_;
+        std::string_view hd = atom();
+        auto colon = hd.find(':');
+        if (colon == std::string_view::npos) return fail("expected OP:dtype, got '" + std::string(hd) + "'", head_at);
+        std::string_view opname = hd.substr(0, colon), dtname = hd.substr(colon + 1);
+        auto op = opname == "VAR" ? std::optional<Op>(Op::DEFINE_VAR) : parse_op(opname);
+        if (!op) return fail("unknown op '" + std::string(opname) + "'", head_at);
+        auto dt = parse_dtype(dtname);
+        if (!dt) return fail("unknown dtype '" + std::string(dtname) + "'", head_at + colon + 1);
+        st.push_back(Frame{*op, *dt, head_at, {}, {}});
+        continue;
+      } else if (st.empty()) {
+        return fail(pos_ >= t_.size() ? "unexpected end of input, expected '('" : "expected '('");
+      } else if (pos_ >= t_.size()) {
+        return fail("unexpected end of input, expected ')'");
+      } else if (peek() == ')') {
+        ++pos_;
+        Frame f = std::move(st.back());
+        st.pop_back();
+        done = build(f.op, f.dt, f.atoms, f.srcs, f.head_at);
+        if (!done) return nullptr;
+      } else {
+        size_t at = pos_;
+        std::string_view a = atom();
+        if (a.empty()) return fail("unexpected character '" + std::string(1, peek()) + "'");
+        if (!st.back().srcs.empty()) return fail("argument '" + std::string(a) + "' after the sources", at);
+        st.back().atoms.push_back({a, at});
         continue;
       }
-      size_t at = pos_;
-      std::string_view a = atom();
-      if (a.empty()) return fail("unexpected character '" + std::string(1, peek()) + "'");
-      if (!srcs.empty()) return fail("argument '" + std::string(a) + "' after the sources", at);
-      atoms.push_back({a, at});
+      if (st.empty()) return done;
+      st.back().srcs.push_back(done);
     }
-    --depth_;
-    return build(*op, *dt, atoms, srcs, head_at);
   }
 
   const UOp* build(Op op, DType dt, std::vector<std::pair<std::string_view, size_t>>& atoms,
@@ -402,7 +417,6 @@ class Parser {
   Context& ctx_;
   std::string_view t_;
   size_t pos_ = 0;
-  int depth_ = 0;
   bool failed_ = false;
   ParseError err_;
   std::unordered_map<std::string, const UOp*> refs_;

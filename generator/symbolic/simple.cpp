@@ -167,22 +167,31 @@ const UOp* quotient_base(const UOp* q, const UOp* base, int64_t div) {
   return k ? (Expr(base) + lift(base, -k * div)).get() : base;
 }
 
+// Pairs a scaled mod (base%div)*mul with a term q*(div*mul) carrying base's quotient. graph_rewrite
+// reaches this ADD after both sources are at a fixed point, so pairs inside one source were already
+// tried there: only pairs across the two sources are new. That keeps a long sum quadratic, not cubic.
 const UOp* fold_add_divmod_recombine(const Match& m) {
-  std::vector<const UOp*> terms = m.root->split(Op::ADD);
+  std::vector<const UOp*> terms = m.root->src(0)->split(Op::ADD);
+  const size_t nleft = terms.size();
+  m.root->src(1)->split(Op::ADD, terms);
+  std::vector<std::pair<const UOp*, ConstValue>> scaled;
+  scaled.reserve(terms.size());
+  for (const UOp* t : terms) scaled.push_back(t->pop_const(Op::MUL));
   for (size_t i = 0; i < terms.size(); ++i) {
-    auto [mod, mul_cv] = terms[i]->pop_const(Op::MUL);
+    auto [mod, mul_cv] = scaled[i];
     if (mod->op != Op::FLOORMOD || mod->src(1)->op != Op::CONST || !mul_cv.is_int()) continue;
     const UOp* base = mod->src(0);
-    int64_t div = mod->src(1)->ival(), mul = mul_cv.i;
-    for (size_t j = 0; j < terms.size(); ++j) {
-      auto [q, scale] = terms[j]->pop_const(Op::MUL);
-      if (i == j || !scale.is_int() || scale.i != div * mul) continue;
-      std::vector<const UOp*> rest;
-      for (size_t k = 0; k < terms.size(); ++k)
-        if (k != i && k != j) rest.push_back(terms[k]);
+    int64_t div = mod->src(1)->ival(), mul = mul_cv.i, want;
+    if (__builtin_mul_overflow(div, mul, &want)) continue;
+    // the partner comes from the other source
+    size_t jb = i < nleft ? nleft : 0, je = i < nleft ? terms.size() : nleft;
+    for (size_t j = jb; j < je; ++j) {
+      auto [q, scale] = scaled[j];
+      if (!scale.is_int() || scale.i != want) continue;
       auto finish = [&](const UOp* b) {
         Expr r = Expr(b) * mul;
-        for (const UOp* t : rest) r = r + Expr(t);
+        for (size_t k = 0; k < terms.size(); ++k)
+          if (k != i && k != j) r = r + Expr(terms[k]);
         return r.get();
       };
       if (const UOp* b = quotient_base(q, base, div)) return finish(b);

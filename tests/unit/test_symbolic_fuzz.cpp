@@ -113,8 +113,10 @@ class Program {
       ops.clear();
       bool ok = true;
       for (int s : srcs_[i]) {
-        if (!val[size_t(s)]) ok = false;
-        else ops.push_back(*val[size_t(s)]);
+        if (!val[size_t(s)])
+          ok = false;
+        else
+          ops.push_back(*val[size_t(s)]);
       }
       if (ok) val[i] = exec_alu(u->op, u->dtype, ops);
     }
@@ -143,13 +145,20 @@ std::string value_str(const std::optional<ConstValue>& v, const UOp* like) {
 enum class Kind { Ok, Exception, NotIdempotent, Undefined, Mismatch, RootOutOfBounds, NodeOutOfBounds };
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::Ok: return "ok";
-    case Kind::Exception: return "exception";
-    case Kind::NotIdempotent: return "not idempotent";
-    case Kind::Undefined: return "simplified is undefined where the original is defined";
-    case Kind::Mismatch: return "value mismatch";
-    case Kind::RootOutOfBounds: return "root value outside [vmin, vmax]";
-    case Kind::NodeOutOfBounds: return "inner node value outside its [vmin, vmax]";
+    case Kind::Ok:
+      return "ok";
+    case Kind::Exception:
+      return "exception";
+    case Kind::NotIdempotent:
+      return "not idempotent";
+    case Kind::Undefined:
+      return "simplified is undefined where the original is defined";
+    case Kind::Mismatch:
+      return "value mismatch";
+    case Kind::RootOutOfBounds:
+      return "root value outside [vmin, vmax]";
+    case Kind::NodeOutOfBounds:
+      return "inner node value outside its [vmin, vmax]";
   }
   return "?";
 }
@@ -204,8 +213,8 @@ Verdict check(const UOp* e, const PatternMatcher& pm, const std::vector<Var>& va
     const std::optional<ConstValue>& got = vs.back();
     auto fail = [&](Kind k, std::string what) {
       v.kind = k;
-      v.detail = "at " + point_str(vars, p) + ": original = " + value_str(want, e) + ", simplified = " +
-                 value_str(got, s) + "; " + what;
+      v.detail = "at " + point_str(vars, p) + ": original = " + value_str(want, e) +
+                 ", simplified = " + value_str(got, s) + "; " + what;
       return v;
     };
     if (!got) return fail(Kind::Undefined, "");
@@ -305,12 +314,24 @@ class ExprGen {
   Var make_var(const char* name) {
     int64_t lo = 0, hi = 0;
     switch (rng_.weighted({3, 2, 2, 3, 1, 1})) {
-      case 0: lo = 0, hi = rng_.uniform(0, 24); break;                                  // non-negative
-      case 1: lo = rng_.uniform(1, 6), hi = lo + rng_.uniform(0, 30); break;              // positive
-      case 2: hi = -rng_.uniform(1, 10), lo = hi - rng_.uniform(0, 20); break;            // negative
-      case 3: lo = -rng_.uniform(1, 20), hi = rng_.uniform(1, 20); break;                 // crosses zero
-      case 4: lo = -rng_.uniform(0, 1000), hi = rng_.uniform(0, 1000); break;             // wide
-      default: lo = hi = rng_.uniform(-5, 5); break;                                      // a single value
+      case 0:  // non-negative
+        lo = 0, hi = rng_.uniform(0, 24);
+        break;
+      case 1:  // positive
+        lo = rng_.uniform(1, 6), hi = lo + rng_.uniform(0, 30);
+        break;
+      case 2:  // negative
+        hi = -rng_.uniform(1, 10), lo = hi - rng_.uniform(0, 20);
+        break;
+      case 3:  // crosses zero
+        lo = -rng_.uniform(1, 20), hi = rng_.uniform(1, 20);
+        break;
+      case 4:  // wide
+        lo = -rng_.uniform(0, 1000), hi = rng_.uniform(0, 1000);
+        break;
+      default:  // a single value
+        lo = hi = rng_.uniform(-5, 5);
+        break;
     }
     int64_t mul = 1;
     if (rng_.chance(10)) {
@@ -340,9 +361,12 @@ class ExprGen {
       if (v.lo >= 1) positive.push_back(v.u);
     if (!positive.empty() && rng_.chance(12)) return rng_.pick(positive);
     switch (rng_.weighted({12, 3, 3})) {
-      case 0: return ctx_.cint(rng_.uniform(1, 9));
-      case 1: return ctx_.cint(rng_.uniform(10, 64));
-      default: return ctx_.cint(-rng_.uniform(1, 9));
+      case 0:
+        return ctx_.cint(rng_.uniform(1, 9));
+      case 1:
+        return ctx_.cint(rng_.uniform(10, 64));
+      default:
+        return ctx_.cint(-rng_.uniform(1, 9));
     }
   }
 
@@ -359,15 +383,24 @@ class ExprGen {
     if (kind == 10) return gen_bool(d)->cast(dtypes::weakint);
     Expr x = gen_int(d);
     switch (kind) {
-      case 0: return x + Expr(gen_int(d));
-      case 1: return x + Expr(small_const());
-      case 2: return x * rng_.uniform(-6, 8);
-      case 3: return x * Expr(gen_int(d - 1));
-      case 4: return x - Expr(gen_int(d));
-      case 5: return x / Expr(divisor());
-      case 6: return x % Expr(divisor());
-      case 7: return maximum(x, gen_int(d));
-      default: return minimum(x, gen_int(d));
+      case 0:
+        return x + Expr(gen_int(d));
+      case 1:
+        return x + Expr(small_const());
+      case 2:
+        return x * rng_.uniform(-6, 8);
+      case 3:
+        return x * Expr(gen_int(d - 1));
+      case 4:
+        return x - Expr(gen_int(d));
+      case 5:
+        return x / Expr(divisor());
+      case 6:
+        return x % Expr(divisor());
+      case 7:
+        return maximum(x, gen_int(d));
+      default:
+        return minimum(x, gen_int(d));
     }
   }
 
@@ -429,14 +462,15 @@ TEST(SymbolicFuzz, DifferentialAgainstExactEvaluation) {
       Verdict sv = check(small, m.pm, gen.vars(), points);
       std::string repro = print(small);
       bool fresh = repros.insert(std::string(m.name) + " " + repro).second;
-      report += "\n[case " + std::to_string(iter) + ", " + m.name + "] " + kind_name(v.kind) + "\n  expression: " +
-                print(e) + "\n  simplified: " + (v.simplified ? print(v.simplified) : "-") + "\n  " + v.detail;
+      report += "\n[case " + std::to_string(iter) + ", " + m.name + "] " + kind_name(v.kind) +
+                "\n  expression: " + print(e) + "\n  simplified: " + (v.simplified ? print(v.simplified) : "-") +
+                "\n  " + v.detail;
       if (!fresh) {
         report += "\n  (minimal reproduction already reported above)\n";
         continue;
       }
-      report += "\n  minimal reproduction: " + repro + "\n  simplifies to:        " +
-                (sv.simplified ? print(sv.simplified) : "-") + "\n  " + sv.detail + "\n";
+      report += "\n  minimal reproduction: " + repro +
+                "\n  simplifies to:        " + (sv.simplified ? print(sv.simplified) : "-") + "\n  " + sv.detail + "\n";
     }
   }
   std::string summary;
@@ -467,13 +501,14 @@ class GraphGen {
   DType any_dtype() {
     DType d = scalar();
     if (rng_.chance(10)) d = d.vec(int(rng_.pick(std::vector<int64_t>{2, 3, 4, 8, 16, 255})));
-    if (rng_.chance(10)) d = d.as_ptr(rng_.pick(std::vector<AddrSpace>{AddrSpace::Global, AddrSpace::Local, AddrSpace::Reg}));
+    if (rng_.chance(10))
+      d = d.as_ptr(rng_.pick(std::vector<AddrSpace>{AddrSpace::Global, AddrSpace::Local, AddrSpace::Reg}));
     return d;
   }
   DType int_dtype() {
-    static const std::vector<DType> kInts = {dtypes::int8,  dtypes::uint8,  dtypes::int16, dtypes::uint16,
-                                             dtypes::int32, dtypes::uint32, dtypes::int64, dtypes::uint64,
-                                             dtypes::weakint};
+    static const std::vector<DType> kInts = {dtypes::int8,   dtypes::uint8,  dtypes::int16,
+                                             dtypes::uint16, dtypes::int32,  dtypes::uint32,
+                                             dtypes::int64,  dtypes::uint64, dtypes::weakint};
     return rng_.pick(kInts);
   }
   std::string ident() {
@@ -485,20 +520,28 @@ class GraphGen {
   }
   double any_double() {
     switch (rng_.weighted({3, 3, 1, 1, 1, 1, 1, 1, 2})) {
-      case 0: return double(rng_.uniform(-100, 100)) / 8.0;
+      case 0:
+        return double(rng_.uniform(-100, 100)) / 8.0;
       case 1: {  // any bit pattern that is not a NaN
         uint64_t b = rng_.bits();
         double d;
         std::memcpy(&d, &b, sizeof d);
         return std::isnan(d) ? 1.5 : d;
       }
-      case 2: return std::numeric_limits<double>::quiet_NaN();
-      case 3: return std::numeric_limits<double>::infinity();
-      case 4: return -std::numeric_limits<double>::infinity();
-      case 5: return -0.0;
-      case 6: return std::numeric_limits<double>::denorm_min();
-      case 7: return -std::numeric_limits<double>::max();
-      default: return 0.1 * double(rng_.uniform(-1'000'000, 1'000'000));
+      case 2:
+        return std::numeric_limits<double>::quiet_NaN();
+      case 3:
+        return std::numeric_limits<double>::infinity();
+      case 4:
+        return -std::numeric_limits<double>::infinity();
+      case 5:
+        return -0.0;
+      case 6:
+        return std::numeric_limits<double>::denorm_min();
+      case 7:
+        return -std::numeric_limits<double>::max();
+      default:
+        return 0.1 * double(rng_.uniform(-1'000'000, 1'000'000));
     }
   }
   const UOp* constant() {
@@ -513,15 +556,20 @@ class GraphGen {
     // uint64 is carried in int64: values from 2^63 up (constant folding makes them) are negative
     if (d.scalar == Scalar::Uint64 && rng_.chance(20)) return ctx_.cint(int64_t(rng_.bits() | (uint64_t(1) << 63)), d);
     switch (rng_.weighted({4, 1, 1, 1})) {
-      case 0: return ctx_.cint(rng_.uniform(std::max<int64_t>(lo, -20), std::min<int64_t>(hi, 20)), d);
-      case 1: return ctx_.cint(lo, d);
-      case 2: return ctx_.cint(hi, d);
-      default: return ctx_.cint(rng_.uniform(lo, hi), d);
+      case 0:
+        return ctx_.cint(rng_.uniform(std::max<int64_t>(lo, -20), std::min<int64_t>(hi, 20)), d);
+      case 1:
+        return ctx_.cint(lo, d);
+      case 2:
+        return ctx_.cint(hi, d);
+      default:
+        return ctx_.cint(rng_.uniform(lo, hi), d);
     }
   }
   const UOp* leaf() {
     switch (rng_.weighted({6, 3, 2, 1, 1})) {
-      case 0: return constant();
+      case 0:
+        return constant();
       case 1: {
         DType d = int_dtype();
         int64_t lo = rng_.uniform(std::max<int64_t>(int_min(d), -1000), std::min<int64_t>(int_max(d), 1000));
@@ -537,10 +585,11 @@ class GraphGen {
         Op op = rng_.chance(50) ? Op::PARAM : Op::BUFFER;
         return ctx_.make(op, any_dtype(), {}, a);
       }
-      case 3: return ctx_.invalid();
+      case 3:
+        return ctx_.invalid();
       default: {
         DType d = any_dtype();
-        Arg a = rng_.chance(50) ? Arg(Name{ident()}) : Arg(rng_.uniform(-99, 99));
+        Arg a = rng_.chance(50) ? Arg(Name{ctx_.intern(ident())}) : Arg(rng_.uniform(-99, 99));
         return ctx_.make(Op::CUSTOM, d, {}, a);
       }
     }
@@ -557,11 +606,11 @@ class GraphGen {
   const UOp* node(int depth) {
     if (depth <= 0 || rng_.chance(15)) return leaf();
     static const std::vector<Op> kUnary = {Op::EXP2, Op::LOG2, Op::SIN, Op::SQRT, Op::RECIPROCAL, Op::NEG, Op::TRUNC};
-    static const std::vector<Op> kBinary = {Op::ADD, Op::MUL, Op::SHL, Op::SHR, Op::CDIV, Op::MAX, Op::CMOD,
-                                            Op::XOR, Op::OR, Op::AND, Op::THREEFRY, Op::SUB, Op::FDIV, Op::POW,
-                                            Op::FLOORDIV, Op::FLOORMOD};
-    static const std::vector<Op> kOther = {Op::INDEX, Op::LOAD, Op::STORE, Op::STACK, Op::AFTER, Op::GROUP,
-                                           Op::BARRIER, Op::END, Op::NOOP, Op::GETTUPLE};
+    static const std::vector<Op> kBinary = {Op::ADD,  Op::MUL, Op::SHL,      Op::SHR,     Op::CDIV,     Op::MAX,
+                                            Op::CMOD, Op::XOR, Op::OR,       Op::AND,     Op::THREEFRY, Op::SUB,
+                                            Op::FDIV, Op::POW, Op::FLOORDIV, Op::FLOORMOD};
+    static const std::vector<Op> kOther = {Op::INDEX, Op::LOAD,    Op::STORE, Op::STACK, Op::AFTER,
+                                           Op::GROUP, Op::BARRIER, Op::END,   Op::NOOP,  Op::GETTUPLE};
     size_t kind = rng_.weighted({3, 2, 6, 3, 2, 3, 1, 1, 2, 2});
     switch (kind) {
       case 0: {
@@ -578,7 +627,8 @@ class GraphGen {
         std::string name = rng_.pick(std::vector<std::string>{"gidx0", "lidx1", "core_id", ident()});
         return ctx_.special(end, name);
       }
-      case 5: return boolean(depth);
+      case 5:
+        return boolean(depth);
       case 8: {
         std::vector<const UOp*> s;
         for (int64_t n = rng_.uniform(1, 4); n > 0; --n) s.push_back(src(depth));
@@ -592,12 +642,14 @@ class GraphGen {
         std::vector<const UOp*> s;
         for (int64_t n = rng_.uniform(0, 3); n > 0; --n) s.push_back(src(depth));
         Arg a;
-        if (rng_.chance(30)) a = Name{ctx_.intern(ident())};
-        else if (rng_.chance(30)) a = rng_.uniform(-1000, 1000);
+        if (rng_.chance(30))
+          a = Name{ctx_.intern(ident())};
+        else if (rng_.chance(30))
+          a = rng_.uniform(-1000, 1000);
         return ctx_.make(op, any_dtype(), s, a);
       }
       default: {  // ALU ops and casts: draw op and dtype first, then the sources in order
-        Op op = kind == 2 ? rng_.pick(kBinary)
+        Op op = kind == 2   ? rng_.pick(kBinary)
                 : kind == 3 ? rng_.pick(kUnary)
                 : kind == 4 ? (rng_.chance(50) ? Op::CAST : Op::BITCAST)
                 : kind == 6 ? Op::WHERE
@@ -623,7 +675,8 @@ std::string first_bad_node(Context& ctx, const UOp* root) {
     ParseError err;
     const UOp* back = parse(ctx, print(u), &err);
     if (back == u) continue;
-    return print(u) + "\n    parses as " + (back ? print(back) : "<error at " + std::to_string(err.offset) + ": " + err.message + ">");
+    return print(u) + "\n    parses as " +
+           (back ? print(back) : "<error at " + std::to_string(err.offset) + ": " + err.message + ">");
   }
   return "<every node round-trips alone>";
 }

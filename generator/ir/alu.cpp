@@ -68,10 +68,17 @@ ConstValue truncate_to(DType d, const ConstValue& v) {
   if (is_float(d)) {
     double x = v.as_double();
     switch (d.scalar) {
-      case Scalar::Float32: x = static_cast<float>(x); break;
-      case Scalar::Float16: x = round_to_half(x); break;
-      case Scalar::BFloat16: x = round_to_bfloat16(x); break;
-      default: break;
+      case Scalar::Float32:
+        x = static_cast<float>(x);
+        break;
+      case Scalar::Float16:
+        x = round_to_half(x);
+        break;
+      case Scalar::BFloat16:
+        x = round_to_bfloat16(x);
+        break;
+      default:
+        break;
     }
     return ConstValue::of_float(x);
   }
@@ -123,21 +130,50 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
     auto x = [&](size_t i) { return in[i].as_double(); };
     double r;
     switch (op) {
-      case Op::NEG: r = -x(0); break;
-      case Op::EXP2: r = std::exp2(x(0)); break;
-      case Op::LOG2: r = x(0) > 0 ? std::log2(x(0)) : x(0) == 0 ? -INFINITY : NAN; break;
-      case Op::SIN: r = std::isinf(x(0)) ? NAN : std::sin(x(0)); break;
-      case Op::SQRT: r = x(0) >= 0 ? std::sqrt(x(0)) : NAN; break;
-      case Op::RECIPROCAL: r = x(0) != 0 ? 1.0 / x(0) : std::copysign(INFINITY, x(0)); break;
-      case Op::TRUNC: r = std::isfinite(x(0)) ? std::trunc(x(0)) : x(0); break;
-      case Op::ADD: r = x(0) + x(1); break;
-      case Op::SUB: r = x(0) - x(1); break;
-      case Op::MUL: r = x(0) * x(1); break;
-      case Op::FDIV: r = x(0) / x(1); break;
-      case Op::MAX: r = std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1)); break;
-      case Op::POW: r = std::pow(x(0), x(1)); break;
-      case Op::MULACC: r = x(0) * x(1) + x(2); break;
-      default: return std::nullopt;
+      case Op::NEG:
+        r = -x(0);
+        break;
+      case Op::EXP2:
+        r = std::exp2(x(0));
+        break;
+      case Op::LOG2:
+        r = x(0) > 0 ? std::log2(x(0)) : x(0) == 0 ? -INFINITY : NAN;
+        break;
+      case Op::SIN:
+        r = std::isinf(x(0)) ? NAN : std::sin(x(0));
+        break;
+      case Op::SQRT:
+        r = x(0) >= 0 ? std::sqrt(x(0)) : NAN;
+        break;
+      case Op::RECIPROCAL:
+        r = x(0) != 0 ? 1.0 / x(0) : std::copysign(INFINITY, x(0));
+        break;
+      case Op::TRUNC:
+        r = std::isfinite(x(0)) ? std::trunc(x(0)) : x(0);
+        break;
+      case Op::ADD:
+        r = x(0) + x(1);
+        break;
+      case Op::SUB:
+        r = x(0) - x(1);
+        break;
+      case Op::MUL:
+        r = x(0) * x(1);
+        break;
+      case Op::FDIV:
+        r = x(0) / x(1);
+        break;
+      case Op::MAX:
+        r = std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1));
+        break;
+      case Op::POW:
+        r = std::pow(x(0), x(1));
+        break;
+      case Op::MULACC:
+        r = x(0) * x(1) + x(2);
+        break;
+      default:
+        return std::nullopt;
     }
     return truncate_to(dtype, ConstValue::of_float(r));
   }
@@ -145,11 +181,19 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
   if (is_bool(dtype)) {
     auto b = [&](size_t i) { return truthy(in[i]); };
     switch (op) {
-      case Op::AND: case Op::MUL: return ConstValue::of_bool(b(0) && b(1));
-      case Op::OR: case Op::ADD: case Op::MAX: return ConstValue::of_bool(b(0) || b(1));
-      case Op::XOR: return ConstValue::of_bool(b(0) != b(1));
-      case Op::TRUNC: return ConstValue::of_bool(b(0));
-      default: return std::nullopt;
+      case Op::AND:
+      case Op::MUL:
+        return ConstValue::of_bool(b(0) && b(1));
+      case Op::OR:
+      case Op::ADD:
+      case Op::MAX:
+        return ConstValue::of_bool(b(0) || b(1));
+      case Op::XOR:
+        return ConstValue::of_bool(b(0) != b(1));
+      case Op::TRUNC:
+        return ConstValue::of_bool(b(0));
+      default:
+        return std::nullopt;
     }
   }
 
@@ -173,21 +217,30 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
     return x;
   };
   switch (op) {
-    case Op::NEG: return done(-v(0));
-    case Op::TRUNC: return done(v(0));
-    case Op::ADD: return done(v(0) + v(1));
-    case Op::SUB: return done(v(0) - v(1));
+    case Op::NEG:
+      return done(-v(0));
+    case Op::TRUNC:
+      return done(v(0));
+    case Op::ADD:
+      return done(v(0) + v(1));
+    case Op::SUB:
+      return done(v(0) - v(1));
     case Op::MUL: {
       i128 x = v(0), y = v(1);
-      if (weak && x != 0 && (y > (i128(1) << 64) || y < -(i128(1) << 64) || x > (i128(1) << 64) || x < -(i128(1) << 64)))
+      if (weak && x != 0 &&
+          (y > (i128(1) << 64) || y < -(i128(1) << 64) || x > (i128(1) << 64) || x < -(i128(1) << 64)))
         return std::nullopt;
       if (!weak) return done(i128(int64_t(uint64_t(x) * uint64_t(y))));
       return done(x * y);
     }
-    case Op::MAX: return done(std::max(v(0), v(1)));
-    case Op::XOR: return done(v(0) ^ v(1));
-    case Op::OR: return done(v(0) | v(1));
-    case Op::AND: return done(v(0) & v(1));
+    case Op::MAX:
+      return done(std::max(v(0), v(1)));
+    case Op::XOR:
+      return done(v(0) ^ v(1));
+    case Op::OR:
+      return done(v(0) | v(1));
+    case Op::AND:
+      return done(v(0) & v(1));
     case Op::SHL: {
       i128 s = v(1);
       if (s < 0 || s >= (weak ? 63 : bits)) return std::nullopt;
@@ -202,7 +255,10 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
       if (s < 0 || s >= (weak ? 64 : bits)) return std::nullopt;
       return done(v(0) >> int(s));
     }
-    case Op::CDIV: case Op::CMOD: case Op::FLOORDIV: case Op::FLOORMOD: {
+    case Op::CDIV:
+    case Op::CMOD:
+    case Op::FLOORDIV:
+    case Op::FLOORMOD: {
       i128 x = v(0), y = v(1);
       if (y == 0) return std::nullopt;
       i128 q = x / y, r = x % y;  // truncating
@@ -214,8 +270,10 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
       }
       return done(op == Op::FLOORDIV ? q : r);
     }
-    case Op::MULACC: return done(v(0) * v(1) + v(2));
-    default: return std::nullopt;
+    case Op::MULACC:
+      return done(v(0) * v(1) + v(2));
+    default:
+      return std::nullopt;
   }
 }
 

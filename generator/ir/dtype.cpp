@@ -12,8 +12,21 @@ struct ScalarInfo {
   int bits;
 };
 constexpr std::array<ScalarInfo, kNumScalars> kInfo = {{
-    {"void", 0}, {"bool", 1}, {"char", 8}, {"uchar", 8}, {"short", 16}, {"ushort", 16}, {"int", 32}, {"uint", 32},
-    {"long", 64}, {"ulong", 64}, {"weakint", 64}, {"half", 16}, {"bfloat16", 16}, {"float", 32}, {"double", 64},
+    {"void", 0},
+    {"bool", 1},
+    {"char", 8},
+    {"uchar", 8},
+    {"short", 16},
+    {"ushort", 16},
+    {"int", 32},
+    {"uint", 32},
+    {"long", 64},
+    {"ulong", 64},
+    {"weakint", 64},
+    {"half", 16},
+    {"bfloat16", 16},
+    {"float", 32},
+    {"double", 64},
     {"weakfloat", 64},
 }};
 
@@ -21,22 +34,38 @@ constexpr std::array<ScalarInfo, kNumScalars> kInfo = {{
 std::vector<Scalar> parents(Scalar s) {
   using S = Scalar;
   switch (s) {
-    case S::Bool: return {S::WeakInt};
-    case S::WeakInt: return {S::Int8, S::Uint8};
-    case S::Int8: return {S::Int16};
-    case S::Int16: return {S::Int32};
-    case S::Int32: return {S::Int64};
-    case S::Int64: return {S::WeakFloat};
-    case S::Uint8: return {S::Int16, S::Uint16};
-    case S::Uint16: return {S::Int32, S::Uint32};
-    case S::Uint32: return {S::Int64, S::Uint64};
-    case S::Uint64: return {S::WeakFloat};
-    case S::WeakFloat: return {S::Float16, S::BFloat16};
-    case S::Float16: return {S::Float32};
-    case S::BFloat16: return {S::Float32};
-    case S::Float32: return {S::Float64};
-    case S::Float64: return {};
-    case S::Void: return {};
+    case S::Bool:
+      return {S::WeakInt};
+    case S::WeakInt:
+      return {S::Int8, S::Uint8};
+    case S::Int8:
+      return {S::Int16};
+    case S::Int16:
+      return {S::Int32};
+    case S::Int32:
+      return {S::Int64};
+    case S::Int64:
+      return {S::WeakFloat};
+    case S::Uint8:
+      return {S::Int16, S::Uint16};
+    case S::Uint16:
+      return {S::Int32, S::Uint32};
+    case S::Uint32:
+      return {S::Int64, S::Uint64};
+    case S::Uint64:
+      return {S::WeakFloat};
+    case S::WeakFloat:
+      return {S::Float16, S::BFloat16};
+    case S::Float16:
+      return {S::Float32};
+    case S::BFloat16:
+      return {S::Float32};
+    case S::Float32:
+      return {S::Float64};
+    case S::Float64:
+      return {};
+    case S::Void:
+      return {};
   }
   return {};
 }
@@ -102,28 +131,43 @@ bool can_lossless_cast(DType from, DType to) {
     return false;
   };
   switch (to.scalar) {
-    case S::WeakInt: return is_int(from) && from.scalar != S::WeakInt;
-    case S::Float64: return in({S::Float32, S::Float16, S::BFloat16, S::Uint32, S::Uint16, S::Uint8, S::Int32, S::Int16, S::Int8});
-    case S::Float32: return in({S::Float16, S::BFloat16, S::Uint16, S::Uint8, S::Int16, S::Int8});
-    case S::Float16: return in({S::Uint8, S::Int8});
-    case S::Uint64: return in({S::Uint32, S::Uint16, S::Uint8});
-    case S::Uint32: return in({S::Uint16, S::Uint8});
-    case S::Uint16: return in({S::Uint8});
-    case S::Int64: return in({S::Uint32, S::Uint16, S::Uint8, S::Int32, S::Int16, S::Int8});
-    case S::Int32: return in({S::Uint16, S::Uint8, S::Int16, S::Int8});
-    case S::Int16: return in({S::Uint8, S::Int8});
-    default: return false;
+    case S::WeakInt:
+      return is_int(from) && from.scalar != S::WeakInt;
+    case S::Float64:
+      return in({S::Float32, S::Float16, S::BFloat16, S::Uint32, S::Uint16, S::Uint8, S::Int32, S::Int16, S::Int8});
+    case S::Float32:
+      return in({S::Float16, S::BFloat16, S::Uint16, S::Uint8, S::Int16, S::Int8});
+    case S::Float16:
+      return in({S::Uint8, S::Int8});
+    case S::Uint64:
+      return in({S::Uint32, S::Uint16, S::Uint8});
+    case S::Uint32:
+      return in({S::Uint16, S::Uint8});
+    case S::Uint16:
+      return in({S::Uint8});
+    case S::Int64:
+      return in({S::Uint32, S::Uint16, S::Uint8, S::Int32, S::Int16, S::Int8});
+    case S::Int32:
+      return in({S::Uint16, S::Uint8, S::Int16, S::Int8});
+    case S::Int16:
+      return in({S::Uint8, S::Int8});
+    default:
+      return false;
   }
 }
 
 DType strong(DType d) {
-  if (d.scalar == Scalar::WeakInt) d.scalar = Scalar::Int32;
-  else if (d.scalar == Scalar::WeakFloat) d.scalar = Scalar::Float32;
+  if (d.scalar == Scalar::WeakInt)
+    d.scalar = Scalar::Int32;
+  else if (d.scalar == Scalar::WeakFloat)
+    d.scalar = Scalar::Float32;
   return d;
 }
 DType weak_of(DType d) {
-  if (is_float(d)) d.scalar = Scalar::WeakFloat;
-  else if (is_int(d)) d.scalar = Scalar::WeakInt;
+  if (is_float(d))
+    d.scalar = Scalar::WeakFloat;
+  else if (is_int(d))
+    d.scalar = Scalar::WeakInt;
   return d;
 }
 
@@ -144,10 +188,14 @@ std::optional<DType> parse_dtype(std::string_view s) {
   AddrSpace as = AddrSpace::None;
   if (auto star = s.find('*'); star != std::string_view::npos) {
     std::string_view space = s.substr(star + 1);
-    if (space.empty() || space == "global") as = AddrSpace::Global;
-    else if (space == "local") as = AddrSpace::Local;
-    else if (space == "reg") as = AddrSpace::Reg;
-    else return std::nullopt;
+    if (space.empty() || space == "global")
+      as = AddrSpace::Global;
+    else if (space == "local")
+      as = AddrSpace::Local;
+    else if (space == "reg")
+      as = AddrSpace::Reg;
+    else
+      return std::nullopt;
     ptr = true;
     s = s.substr(0, star);
   }
@@ -164,12 +212,14 @@ std::optional<DType> parse_dtype(std::string_view s) {
     s = s.substr(0, dot);
   }
   static constexpr std::pair<std::string_view, Scalar> kAliases[] = {
-      {"i8", Scalar::Int8},       {"int8", Scalar::Int8},       {"u8", Scalar::Uint8},      {"uint8", Scalar::Uint8},
-      {"i16", Scalar::Int16},     {"int16", Scalar::Int16},     {"u16", Scalar::Uint16},    {"uint16", Scalar::Uint16},
-      {"i32", Scalar::Int32},     {"int32", Scalar::Int32},     {"u32", Scalar::Uint32},    {"uint32", Scalar::Uint32},
-      {"i64", Scalar::Int64},     {"int64", Scalar::Int64},     {"u64", Scalar::Uint64},    {"uint64", Scalar::Uint64},
-      {"f16", Scalar::Float16},   {"float16", Scalar::Float16}, {"bf16", Scalar::BFloat16}, {"f32", Scalar::Float32},
-      {"float32", Scalar::Float32}, {"f64", Scalar::Float64},   {"float64", Scalar::Float64}, {"index", Scalar::WeakInt},
+      {"i8", Scalar::Int8},          {"int8", Scalar::Int8},           {"u8", Scalar::Uint8},
+      {"uint8", Scalar::Uint8},      {"i16", Scalar::Int16},           {"int16", Scalar::Int16},
+      {"u16", Scalar::Uint16},       {"uint16", Scalar::Uint16},       {"i32", Scalar::Int32},
+      {"int32", Scalar::Int32},      {"u32", Scalar::Uint32},          {"uint32", Scalar::Uint32},
+      {"i64", Scalar::Int64},        {"int64", Scalar::Int64},         {"u64", Scalar::Uint64},
+      {"uint64", Scalar::Uint64},    {"f16", Scalar::Float16},         {"float16", Scalar::Float16},
+      {"bf16", Scalar::BFloat16},    {"f32", Scalar::Float32},         {"float32", Scalar::Float32},
+      {"f64", Scalar::Float64},      {"float64", Scalar::Float64},     {"index", Scalar::WeakInt},
       {"signed char", Scalar::Int8}, {"unsigned char", Scalar::Uint8}, {"__bf16", Scalar::BFloat16},
   };
   bool found = false;

@@ -12,8 +12,22 @@ namespace kiln {
 // Scalar kinds in promotion-priority order. `weakint` is the index type: it behaves like an
 // integer of unbounded width (we carry it in int64) and is what shapes and indices use.
 enum class Scalar : uint8_t {
-  Void, Bool, Int8, Uint8, Int16, Uint16, Int32, Uint32, Int64, Uint64, WeakInt,
-  Float16, BFloat16, Float32, Float64, WeakFloat,
+  Void,
+  Bool,
+  Int8,
+  Uint8,
+  Int16,
+  Uint16,
+  Int32,
+  Uint32,
+  Int64,
+  Uint64,
+  WeakInt,
+  Float16,
+  BFloat16,
+  Float32,
+  Float64,
+  WeakFloat,
 };
 inline constexpr int kNumScalars = 16;
 
@@ -57,7 +71,7 @@ int bitsize(DType d);   // scalar bits; weakint reports 64, its carrier
 int itemsize(DType d);  // bytes of the whole (vector) value
 // Value limits of the scalar type; weakint is carried as int64.
 int64_t int_min(DType d);
-int64_t int_max(DType d);   // for uint64 this is INT64_MAX: we carry integers as int64
+int64_t int_max(DType d);  // for uint64 this is INT64_MAX: we carry integers as int64
 uint64_t uint_max(DType d);
 
 // Least upper bound in the seeds' promotion lattice (bool < weakint < int8/uint8 < ... < weakfloat < half ...).

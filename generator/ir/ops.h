@@ -8,8 +8,15 @@
 namespace kiln {
 
 enum OpGroup : uint32_t {
-  G_UNARY = 1u << 0, G_BINARY = 1u << 1, G_TERNARY = 1u << 2, G_COMMUTATIVE = 1u << 3, G_ASSOCIATIVE = 1u << 4,
-  G_IDEMPOTENT = 1u << 5, G_COMPARISON = 1u << 6, G_MOVEMENT = 1u << 7, G_IRREDUCIBLE = 1u << 8,
+  G_UNARY = 1u << 0,
+  G_BINARY = 1u << 1,
+  G_TERNARY = 1u << 2,
+  G_COMMUTATIVE = 1u << 3,
+  G_ASSOCIATIVE = 1u << 4,
+  G_IDEMPOTENT = 1u << 5,
+  G_COMPARISON = 1u << 6,
+  G_MOVEMENT = 1u << 7,
+  G_IRREDUCIBLE = 1u << 8,
   G_ELEMENTWISE = 1u << 9,
 };
 
@@ -49,7 +56,9 @@ class OpSet {
  public:
   constexpr OpSet() = default;
   constexpr OpSet(Op op) { add(op); }  // NOLINT: a single op is a set
-  constexpr OpSet(std::initializer_list<Op> ops) { for (Op o : ops) add(o); }
+  constexpr OpSet(std::initializer_list<Op> ops) {
+    for (Op o : ops) add(o);
+  }
   static constexpr OpSet of_group(uint32_t g) {
     OpSet s;
     for (int i = 0; i < kNumOps; ++i)
@@ -59,8 +68,18 @@ class OpSet {
   constexpr void add(Op op) { bits_[int(op) / 64] |= uint64_t(1) << (int(op) % 64); }
   constexpr bool has(Op op) const { return (bits_[int(op) / 64] >> (int(op) % 64)) & 1; }
   constexpr bool empty() const { return bits_[0] == 0 && bits_[1] == 0; }
-  constexpr OpSet operator|(OpSet o) const { OpSet r = *this; r.bits_[0] |= o.bits_[0]; r.bits_[1] |= o.bits_[1]; return r; }
-  constexpr OpSet operator-(OpSet o) const { OpSet r = *this; r.bits_[0] &= ~o.bits_[0]; r.bits_[1] &= ~o.bits_[1]; return r; }
+  constexpr OpSet operator|(OpSet o) const {
+    OpSet r = *this;
+    r.bits_[0] |= o.bits_[0];
+    r.bits_[1] |= o.bits_[1];
+    return r;
+  }
+  constexpr OpSet operator-(OpSet o) const {
+    OpSet r = *this;
+    r.bits_[0] &= ~o.bits_[0];
+    r.bits_[1] &= ~o.bits_[1];
+    return r;
+  }
   template <class F> constexpr void for_each(F&& f) const {
     for (int i = 0; i < kNumOps; ++i)
       if (has(static_cast<Op>(i))) f(static_cast<Op>(i));

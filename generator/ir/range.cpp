@@ -48,7 +48,9 @@ struct BoundsImpl {
   // integer result from 128-bit bounds: fixed-width dtypes fall back to their full range when the
   // value could leave it; the index type saturates at the int64 carrier.
   static std::pair<ConstValue, ConstValue> ints(DType d, i128 lo, i128 hi) {
-    if (lo > hi) return {ConstValue::of_int(int64_t(std::max<i128>(lo, kI64Min))), ConstValue::of_int(int64_t(std::min<i128>(hi, kI64Max)))};
+    if (lo > hi)
+      return {ConstValue::of_int(int64_t(std::max<i128>(lo, kI64Min))),
+              ConstValue::of_int(int64_t(std::min<i128>(hi, kI64Max)))};
     if (d.scalar == Scalar::WeakInt || !is_int(d)) {
       return {ConstValue::of_int(int64_t(std::clamp<i128>(lo, kI64Min, kI64Max))),
               ConstValue::of_int(int64_t(std::clamp<i128>(hi, kI64Min, kI64Max)))};
@@ -68,13 +70,15 @@ struct BoundsImpl {
       const UOp* s1 = u->src(1);
       bool fl = is_float(s0->dtype) || is_float(s1->dtype);
       if (op == Op::CMPLT) {
-        if (fl) return bools(s0->vmax_.as_double() < s1->vmin_.as_double(), s0->vmin_.as_double() < s1->vmax_.as_double());
+        if (fl)
+          return bools(s0->vmax_.as_double() < s1->vmin_.as_double(), s0->vmin_.as_double() < s1->vmax_.as_double());
         return bools(s0->vmax_.i < s1->vmin_.i, s0->vmin_.i < s1->vmax_.i);
       }
       if (op == Op::CMPNE || op == Op::CMPEQ) {
         bool disjoint, same_point;
         if (fl) {
-          double a0 = s0->vmin_.as_double(), a1 = s0->vmax_.as_double(), b0 = s1->vmin_.as_double(), b1 = s1->vmax_.as_double();
+          double a0 = s0->vmin_.as_double(), a1 = s0->vmax_.as_double(), b0 = s1->vmin_.as_double(),
+                 b1 = s1->vmax_.as_double();
           disjoint = a1 < b0 || b1 < a0;
           same_point = a0 == a1 && a1 == b0 && b0 == b1;
         } else {
@@ -94,8 +98,10 @@ struct BoundsImpl {
       if (fl || !is_int(d)) return {default_min(d), default_max(d)};
       i128 a0 = s0->vmin_.i, a1 = s0->vmax_.i, b0 = s1->vmin_.i, b1 = s1->vmax_.i;
       switch (op) {
-        case Op::ADD: return ints(d, a0 + b0, a1 + b1);
-        case Op::SUB: return ints(d, a0 - b1, a1 - b0);
+        case Op::ADD:
+          return ints(d, a0 + b0, a1 + b1);
+        case Op::SUB:
+          return ints(d, a0 - b1, a1 - b0);
         case Op::MUL: {
           i128 v[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
           return ints(d, *std::min_element(v, v + 4), *std::max_element(v, v + 4));
@@ -123,8 +129,10 @@ struct BoundsImpl {
             i128 c = b0;
             return ints(d, a0 > 0 ? 0 : (a0 > -c ? a0 : -(c - 1)), a1 < 0 ? 0 : (a1 < c ? a1 : c - 1));
           }
-          if (b0 > 0) return a0 >= 0 ? ints(d, 0, b1 - 1) : a1 <= 0 ? ints(d, -(b1 - 1), 0) : ints(d, -(b1 - 1), b1 - 1);
-          if (b1 < 0) return a0 >= 0 ? ints(d, 0, -b0 - 1) : a1 <= 0 ? ints(d, -(-b0 - 1), 0) : ints(d, -(-b0 - 1), -b0 - 1);
+          if (b0 > 0)
+            return a0 >= 0 ? ints(d, 0, b1 - 1) : a1 <= 0 ? ints(d, -(b1 - 1), 0) : ints(d, -(b1 - 1), b1 - 1);
+          if (b1 < 0)
+            return a0 >= 0 ? ints(d, 0, -b0 - 1) : a1 <= 0 ? ints(d, -(-b0 - 1), 0) : ints(d, -(-b0 - 1), -b0 - 1);
           break;
         case Op::CDIV:
           if (b0 * b1 > 0 || (b0 > 0) || (b1 < 0)) {
@@ -160,8 +168,10 @@ struct BoundsImpl {
           if (b0 == b1 && b0 == -1) return ints(d, ~a1, ~a0);
           if (a0 == a1 && a0 == -1) return ints(d, ~b1, ~b0);
           break;
-        case Op::MAX: return ints(d, std::max(a0, b0), std::max(a1, b1));
-        default: break;
+        case Op::MAX:
+          return ints(d, std::max(a0, b0), std::max(a1, b1));
+        default:
+          break;
       }
       return {default_min(d), default_max(d)};
     }
@@ -172,7 +182,8 @@ struct BoundsImpl {
           const UOp* f = u->src(2);
           if (t->is_invalid()) return {f->vmin_, f->vmax_};
           if (f->is_invalid()) return {t->vmin_, t->vmax_};
-          return {ConstValue::of_int(std::min(t->vmin_.i, f->vmin_.i)), ConstValue::of_int(std::max(t->vmax_.i, f->vmax_.i))};
+          return {ConstValue::of_int(std::min(t->vmin_.i, f->vmin_.i)),
+                  ConstValue::of_int(std::max(t->vmax_.i, f->vmax_.i))};
         }
         break;
       case Op::DEFINE_VAR: {
@@ -180,11 +191,13 @@ struct BoundsImpl {
         if (is_float(d)) return {ConstValue::of_float(v.fmin), ConstValue::of_float(v.fmax)};
         return {ConstValue::of_int(v.min), ConstValue::of_int(v.max)};
       }
-      case Op::RANGE: case Op::SPECIAL:
+      case Op::RANGE:
+      case Op::SPECIAL:
         if (d != dtypes::void_ && u->nsrc() > 0 && is_int(u->src(0)->dtype))
           return ints(d, 0, i128(u->src(0)->vmax_.i) - 1);
         break;
-      case Op::AFTER: case Op::INDEX:
+      case Op::AFTER:
+      case Op::INDEX:
         if (u->nsrc() > 0) return {u->src(0)->vmin_, u->src(0)->vmax_};
         break;
       case Op::STACK: {
@@ -217,7 +230,8 @@ struct BoundsImpl {
           return ints(d, std::max<i128>(*l, int_min(d)), std::min<i128>(*h, int_max(d)));
         }
         if (is_float(d)) {
-          return {truncate_to(d, ConstValue::of_float(lo.as_double())), truncate_to(d, ConstValue::of_float(hi.as_double()))};
+          return {truncate_to(d, ConstValue::of_float(lo.as_double())),
+                  truncate_to(d, ConstValue::of_float(hi.as_double()))};
         }
         if (is_bool(d)) {
           bool can_be_zero = lo.as_double() <= 0 && hi.as_double() >= 0;
@@ -226,7 +240,8 @@ struct BoundsImpl {
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     return {default_min(d), default_max(d)};
   }

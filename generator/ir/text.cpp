@@ -49,7 +49,8 @@ static std::string head(const UOp* u) {
   std::visit(
       [&](const auto& v) {
         using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, ConstValue>) atom(to_string(v, u->dtype));
+        if constexpr (std::is_same_v<T, ConstValue>)
+          atom(to_string(v, u->dtype));
         else if constexpr (std::is_same_v<T, VarArg>) {
           atom(std::string(v.name));
           atom(is_float(u->dtype) ? float_repr(v.fmin) : std::to_string(v.min));
@@ -66,8 +67,10 @@ static std::string head(const UOp* u) {
         } else if constexpr (std::is_same_v<T, ReduceArg>) {
           atom(op_lower(v.op));
           if (v.horizontal != 0) atom("h=" + std::to_string(v.horizontal));
-        } else if constexpr (std::is_same_v<T, Name>) atom(std::string(v.s));
-        else if constexpr (std::is_same_v<T, int64_t>) atom(std::to_string(v));
+        } else if constexpr (std::is_same_v<T, Name>)
+          atom(std::string(v.s));
+        else if constexpr (std::is_same_v<T, int64_t>)
+          atom(std::to_string(v));
       },
       u->arg());
   if (u->tag != 0) atom("tag=" + std::to_string(u->tag));
@@ -259,8 +262,10 @@ class Parser {
     std::vector<std::pair<std::string_view, size_t>> pos;
     for (auto& [a, p] : atoms) {
       auto eqp = a.find('=');
-      if (eqp != std::string_view::npos) kw[a.substr(0, eqp)] = {a.substr(eqp + 1), p};
-      else pos.push_back({a, p});
+      if (eqp != std::string_view::npos)
+        kw[a.substr(0, eqp)] = {a.substr(eqp + 1), p};
+      else
+        pos.push_back({a, p});
     }
     auto take_kw_int = [&](std::string_view k, int64_t def) -> std::optional<int64_t> {
       auto it = kw.find(k);
@@ -305,11 +310,15 @@ class Parser {
         if (!want(1, 0, 0)) return nullptr;
         std::string_view v = pos[0].first;
         ConstValue c;
-        if (v == "invalid") c = ConstValue::invalid();
+        if (v == "invalid")
+          c = ConstValue::invalid();
         else if (is_bool(dt)) {
-          if (v == "true" || v == "True" || v == "1") c = ConstValue::of_bool(true);
-          else if (v == "false" || v == "False" || v == "0") c = ConstValue::of_bool(false);
-          else return fail("expected true or false, got '" + std::string(v) + "'", pos[0].second);
+          if (v == "true" || v == "True" || v == "1")
+            c = ConstValue::of_bool(true);
+          else if (v == "false" || v == "False" || v == "0")
+            c = ConstValue::of_bool(false);
+          else
+            return fail("expected true or false, got '" + std::string(v) + "'", pos[0].second);
         } else if (is_float(dt)) {
           auto f = to_float(v);
           if (!f) return fail("expected a number, got '" + std::string(v) + "'", pos[0].second);
@@ -339,16 +348,18 @@ class Parser {
           auto lo = to_float(pos[1].first), hi = to_float(pos[2].first);
           if (!lo) return fail("expected a number, got '" + std::string(pos[1].first) + "'", pos[1].second);
           if (!hi) return fail("expected a number, got '" + std::string(pos[2].first) + "'", pos[2].second);
-          if (!(*lo <= *hi)) return fail("VAR range is empty: min " + std::string(pos[1].first) + " > max " +
-                                         std::string(pos[2].first), pos[1].second);
+          if (!(*lo <= *hi))
+            return fail("VAR range is empty: min " + std::string(pos[1].first) + " > max " + std::string(pos[2].first),
+                        pos[1].second);
           r = ctx_.make(Op::DEFINE_VAR, dt, {}, VarArg{pos[0].first, 0, 0, 1, *lo, *hi}, tag);
           break;
         }
         if (!is_int(dt)) return fail("a VAR needs an integer or float dtype, got " + to_string(dt), at);
         auto lo = int_at(1), hi = int_at(2);
         if (!lo || !hi) return nullptr;
-        if (*lo > *hi) return fail("VAR range is empty: min " + std::to_string(*lo) + " > max " + std::to_string(*hi),
-                                   pos[1].second);
+        if (*lo > *hi)
+          return fail("VAR range is empty: min " + std::to_string(*lo) + " > max " + std::to_string(*hi),
+                      pos[1].second);
         auto mul = take_kw_int("mul", 1);
         if (!mul) return nullptr;
         if (*mul < 1) return fail("mul must be positive", at);
@@ -368,7 +379,8 @@ class Parser {
         r = ctx_.make(Op::RANGE, dt, srcs, RangeArg{int32_t(*axis), *type, int32_t(*sub)}, tag);
         break;
       }
-      case Op::PARAM: case Op::BUFFER: {
+      case Op::PARAM:
+      case Op::BUFFER: {
         if (!want(0, 0, 64)) return nullptr;
         auto slot = take_kw_int("slot", -1), size = take_kw_int("size", -1);
         if (!slot || !size) return nullptr;
@@ -403,14 +415,17 @@ class Parser {
         Arg arg;
         if (pos.size() > 1) return fail(std::string(op_name(op)) + ": too many arguments", pos[1].second);
         if (pos.size() == 1) {
-          if (auto i = to_int(pos[0].first)) arg = *i;
-          else arg = Name{pos[0].first};
+          if (auto i = to_int(pos[0].first))
+            arg = *i;
+          else
+            arg = Name{pos[0].first};
         }
         r = ctx_.make(op, dt, srcs, arg, tag);
         break;
       }
     }
-    if (!kw.empty()) return fail("unknown argument '" + std::string(kw.begin()->first) + "='", kw.begin()->second.second);
+    if (!kw.empty())
+      return fail("unknown argument '" + std::string(kw.begin()->first) + "='", kw.begin()->second.second);
     return r;
   }
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <deque>
+#include <limits>
 #include <unordered_set>
 
 namespace kiln {
@@ -23,18 +23,30 @@ bool ConstValue::operator==(const ConstValue& o) const {
 
 std::string_view axis_type_name(AxisType t) {
   switch (t) {
-    case AxisType::Device: return "device";
-    case AxisType::Global: return "global";
-    case AxisType::Warp: return "warp";
-    case AxisType::Local: return "local";
-    case AxisType::Weak: return "weak";
-    case AxisType::GroupReduce: return "group_reduce";
-    case AxisType::Reduce: return "reduce";
-    case AxisType::Upcast: return "upcast";
-    case AxisType::Unroll: return "unroll";
-    case AxisType::Thread: return "thread";
-    case AxisType::Placeholder: return "placeholder";
-    case AxisType::Loop: return "loop";
+    case AxisType::Device:
+      return "device";
+    case AxisType::Global:
+      return "global";
+    case AxisType::Warp:
+      return "warp";
+    case AxisType::Local:
+      return "local";
+    case AxisType::Weak:
+      return "weak";
+    case AxisType::GroupReduce:
+      return "group_reduce";
+    case AxisType::Reduce:
+      return "reduce";
+    case AxisType::Upcast:
+      return "upcast";
+    case AxisType::Unroll:
+      return "unroll";
+    case AxisType::Thread:
+      return "thread";
+    case AxisType::Placeholder:
+      return "placeholder";
+    case AxisType::Loop:
+      return "loop";
   }
   return "?";
 }
@@ -70,7 +82,10 @@ uint64_t hash_arg(const Arg& a) {
           uint64_t a, b;
           std::memcpy(&a, &v.fmin, sizeof a);
           std::memcpy(&b, &v.fmax, sizeof b);
-          h = mix(mix(mix(mix(mix(mix(h, hash_str(v.name)), uint64_t(v.min)), uint64_t(v.max)), uint64_t(v.multiple_of)), a), b);
+          h = mix(
+              mix(mix(mix(mix(mix(h, hash_str(v.name)), uint64_t(v.min)), uint64_t(v.max)), uint64_t(v.multiple_of)),
+                  a),
+              b);
         } else if constexpr (std::is_same_v<T, RangeArg>) {
           h = mix(mix(mix(h, uint64_t(v.axis)), uint64_t(v.type)), uint64_t(v.sub));
         } else if constexpr (std::is_same_v<T, ParamArg>) {
@@ -140,7 +155,8 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   if (auto* v = std::get_if<VarArg>(&arg)) v->name = intern(v->name);
   if (auto* p = std::get_if<ParamArg>(&arg)) p->name = intern(p->name);
   if (auto* n = std::get_if<Name>(&arg)) n->s = intern(n->s);
-  auto** srcs = static_cast<const UOp**>(impl_->alloc(sizeof(const UOp*) * std::max<size_t>(src.size(), 1), alignof(UOp*)));
+  auto** srcs =
+      static_cast<const UOp**>(impl_->alloc(sizeof(const UOp*) * std::max<size_t>(src.size(), 1), alignof(UOp*)));
   std::copy(src.begin(), src.end(), srcs);
   void* mem = impl_->alloc(sizeof(UOp), alignof(UOp));
   auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg), h);
@@ -171,16 +187,22 @@ uint32_t Context::new_epoch() {
 }
 
 const UOp* Context::cint(int64_t v, DType d) { return make(Op::CONST, d, {}, ConstValue::of_int(v)); }
-const UOp* Context::cfloat(double v, DType d) { return make(Op::CONST, d, {}, truncate_to(d, ConstValue::of_float(v))); }
+const UOp* Context::cfloat(double v, DType d) {
+  return make(Op::CONST, d, {}, truncate_to(d, ConstValue::of_float(v)));
+}
 const UOp* Context::cbool(bool v) { return make(Op::CONST, dtypes::bool_, {}, ConstValue::of_bool(v)); }
 const UOp* Context::invalid() { return make(Op::CONST, dtypes::bool_, {}, ConstValue::invalid()); }
 const UOp* Context::cconst(const ConstValue& v, DType d) {
   if (v.is_invalid()) return invalid();
   ConstValue c = v;
-  if (is_float(d)) c = ConstValue::of_float(v.as_double());
-  else if (is_bool(d)) c = ConstValue::of_bool(v.is_float() ? v.f != 0.0 : v.i != 0);
-  else if (v.is_float()) c = ConstValue::of_int(static_cast<int64_t>(v.f));
-  else c = ConstValue::of_int(v.i);
+  if (is_float(d))
+    c = ConstValue::of_float(v.as_double());
+  else if (is_bool(d))
+    c = ConstValue::of_bool(v.is_float() ? v.f != 0.0 : v.i != 0);
+  else if (v.is_float())
+    c = ConstValue::of_int(static_cast<int64_t>(v.f));
+  else
+    c = ConstValue::of_int(v.i);
   return make(Op::CONST, d, {}, truncate_to(d, c));
 }
 const UOp* Context::var(std::string_view name, int64_t min, int64_t max, DType d, int64_t multiple_of) {

@@ -43,11 +43,22 @@ struct ConstValue {
 };
 
 enum class AxisType : uint8_t {
-  Device, Global, Warp, Local, Weak, GroupReduce, Reduce, Upcast, Unroll, Thread, Placeholder, Loop,
+  Device,
+  Global,
+  Warp,
+  Local,
+  Weak,
+  GroupReduce,
+  Reduce,
+  Upcast,
+  Unroll,
+  Thread,
+  Placeholder,
+  Loop,
 };
 std::string_view axis_type_name(AxisType t);  // lowercase: "loop", "reduce", ...
 
-struct VarArg {  // DEFINE_VAR: a bounded symbolic value (an integer, or a float with fmin/fmax)
+struct VarArg {           // DEFINE_VAR: a bounded symbolic value (an integer, or a float with fmin/fmax)
   std::string_view name;  // interned in the Context
   int64_t min = 0, max = 0;
   int64_t multiple_of = 1;
@@ -248,8 +259,8 @@ Expr operator<<(Expr a, Expr b);
 Expr operator>>(Expr a, Expr b);
 Expr operator-(Expr a);
 Expr operator!(Expr a);
-#define KILN_EXPR_INT_OPS(OP)                                                       \
-  inline Expr operator OP(Expr a, int64_t b) { return a OP Expr(lift(a, b)); }      \
+#define KILN_EXPR_INT_OPS(OP)                                                  \
+  inline Expr operator OP(Expr a, int64_t b) { return a OP Expr(lift(a, b)); } \
   inline Expr operator OP(int64_t a, Expr b) { return Expr(lift(b, a)) OP b; }
 KILN_EXPR_INT_OPS(+)
 KILN_EXPR_INT_OPS(-)
@@ -269,12 +280,12 @@ KILN_EXPR_INT_OPS(>>)
 #undef KILN_EXPR_INT_OPS
 Expr cdiv(Expr a, Expr b);  // C (truncating) division
 Expr cmod(Expr a, Expr b);
-Expr eq(Expr a, Expr b);    // !(a != b)
+Expr eq(Expr a, Expr b);  // !(a != b)
 Expr maximum(Expr a, Expr b);
 Expr minimum(Expr a, Expr b);
 Expr where(Expr c, Expr t, Expr f);
-Expr usum(std::span<const UOp* const> terms, const UOp* zero_like);   // 0 for an empty list
-Expr uprod(std::span<const UOp* const> terms, const UOp* one_like);   // 1 for an empty list
+Expr usum(std::span<const UOp* const> terms, const UOp* zero_like);  // 0 for an empty list
+Expr uprod(std::span<const UOp* const> terms, const UOp* one_like);  // 1 for an empty list
 
 // Exact scalar semantics, shared by constant folding and the test interpreters:
 // integers wrap at the dtype's width; FLOORDIV/FLOORMOD floor; CDIV/CMOD truncate.

@@ -24,7 +24,8 @@ static std::optional<std::string> check(const UOp* u) {
       if (is_bool(u->dtype) && !v.is_bool()) return "a bool CONST holds true or false";
       if (is_int(u->dtype) && !v.is_int()) return "an int CONST holds an integer";
       if (is_float(u->dtype) && !v.is_float()) return "a float CONST holds a float";
-      if (is_int(u->dtype) && (v.i < int_min(u->dtype) || v.i > int_max(u->dtype))) return "CONST out of its dtype's range";
+      if (is_int(u->dtype) && (v.i < int_min(u->dtype) || v.i > int_max(u->dtype)))
+        return "CONST out of its dtype's range";
       return std::nullopt;
     }
     case Op::DEFINE_VAR: {
@@ -43,8 +44,11 @@ static std::optional<std::string> check(const UOp* u) {
     case Op::SPECIAL:
       if (!u->has_arg<Name>()) return "a SPECIAL needs a name";
       return nsrc(1);
-    case Op::CAST: case Op::BITCAST: return nsrc(1);
-    default: break;
+    case Op::CAST:
+    case Op::BITCAST:
+      return nsrc(1);
+    default:
+      break;
   }
   if (!is_alu(u->op)) return std::nullopt;
   size_t n = in_group(u->op, G_UNARY) ? 1 : in_group(u->op, G_BINARY) ? 2 : 3;

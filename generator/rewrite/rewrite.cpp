@@ -15,7 +15,8 @@ std::string Rule::where(const std::source_location& loc) {
 }
 
 Rule rw(UPat lhs, UPat rhs, std::source_location loc) {
-  return Rule(std::move(lhs), [rhs = std::move(rhs)](const Match& m) { return rhs.build(m); }, loc);
+  return Rule(
+      std::move(lhs), [rhs = std::move(rhs)](const Match& m) { return rhs.build(m); }, loc);
 }
 
 static std::atomic<bool> g_rule_stats{false};

@@ -26,8 +26,10 @@ struct Rule {
 
   template <class F>
   Rule(UPat p, F f, std::source_location loc = std::source_location::current()) : pat(std::move(p)), name(where(loc)) {
-    if constexpr (std::is_invocable_v<F, const Match&, void*>) fn = std::move(f);
-    else fn = [f = std::move(f)](const Match& m, void*) -> const UOp* { return f(m); };
+    if constexpr (std::is_invocable_v<F, const Match&, void*>)
+      fn = std::move(f);
+    else
+      fn = [f = std::move(f)](const Match& m, void*) -> const UOp* { return f(m); };
   }
   static std::string where(const std::source_location& loc);
 };

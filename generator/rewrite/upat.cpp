@@ -124,7 +124,8 @@ UPat UPat::op(OpSet ops, std::vector<UPat> src, SrcMode mode) {
       sp.ops.for_each([&](Op o) { ++count, only = o; });
       if (sp.alternatives.empty() && count == 1) n->early_reject.add(only);
     }
-  if (n->mode == SrcMode::Repeat && n->src.size() != 1) throw InternalError("a repeated source pattern takes one pattern");
+  if (n->mode == SrcMode::Repeat && n->src.size() != 1)
+    throw InternalError("a repeated source pattern takes one pattern");
   finalize(*n);
   return UPat(n);
 }
@@ -243,8 +244,10 @@ bool match_node_head(const PatNode& p, const UOp* u) {
   if (p.const_num && !(u->op == Op::CONST && const_num_eq(*p.const_num, u->cval()))) return false;
   if (p.arg && !(*p.arg == u->arg())) return false;
   switch (p.mode) {
-    case UPat::SrcMode::None: break;
-    case UPat::SrcMode::Repeat: break;
+    case UPat::SrcMode::None:
+      break;
+    case UPat::SrcMode::Repeat:
+      break;
     case UPat::SrcMode::Ordered:
     case UPat::SrcMode::Permute:
       if (p.any_len ? u->nsrc() < p.src.size() : u->nsrc() != p.src.size()) return false;
@@ -258,7 +261,6 @@ bool match_node_head(const PatNode& p, const UOp* u) {
   }
   return true;
 }
-
 
 static bool match_srcs(const PatNode& p, const UOp* u, size_t i, const int* perm, Match& m, Cont k) {
   if (p.mode == UPat::SrcMode::Repeat) {
@@ -293,8 +295,12 @@ bool match_rec(const UPat& pu, const UOp* u, Match& m, Cont k) {
   static constexpr int perms3[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   bool ok = false;
   switch (p.mode) {
-    case UPat::SrcMode::None: ok = k(); break;
-    case UPat::SrcMode::Repeat: ok = match_srcs(p, u, 0, ident, m, k); break;
+    case UPat::SrcMode::None:
+      ok = k();
+      break;
+    case UPat::SrcMode::Repeat:
+      ok = match_srcs(p, u, 0, ident, m, k);
+      break;
     case UPat::SrcMode::Ordered:
       if (p.src.size() > 8) throw InternalError("patterns match at most 8 ordered sources");
       ok = match_srcs(p, u, 0, ident, m, k);
@@ -335,7 +341,8 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
     return p.const_num->is_float() ? ctx.cfloat(p.const_num->f) : ctx.cint(p.const_num->i);
   }
   if (p.arg && p.src.empty()) {
-    if (const auto* cv = std::get_if<ConstValue>(&*p.arg)) return cv->is_invalid() ? ctx.invalid() : ctx.cconst(*cv, p.dtypes.empty() ? dtypes::bool_ : p.dtypes[0]);
+    if (const auto* cv = std::get_if<ConstValue>(&*p.arg))
+      return cv->is_invalid() ? ctx.invalid() : ctx.cconst(*cv, p.dtypes.empty() ? dtypes::bool_ : p.dtypes[0]);
   }
   if (p.single_op < 0) throw InternalError("a rewrite template node needs exactly one op");
   Op op = Op(p.single_op);
@@ -344,11 +351,16 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
   for (size_t i = 0; i < p.src.size(); ++i) s[i] = build_rec(p.src[i], m, ctx);
   size_t ns = p.src.size();
   const UOp* r;
-  if (op == Op::WHERE && ns == 3) r = s[0]->where(s[1], s[2]);
-  else if (op == Op::CAST && ns == 1 && p.dtypes.size() == 1) r = s[0]->cast(p.dtypes[0]);
-  else if (in_group(op, G_BINARY) && ns == 2) r = binop(op, s[0], s[1]);
-  else if (in_group(op, G_UNARY) && ns == 1) r = ctx.make(op, s[0]->dtype, {s[0]});
-  else throw InternalError("unsupported rewrite template op " + std::string(op_name(op)));
+  if (op == Op::WHERE && ns == 3)
+    r = s[0]->where(s[1], s[2]);
+  else if (op == Op::CAST && ns == 1 && p.dtypes.size() == 1)
+    r = s[0]->cast(p.dtypes[0]);
+  else if (in_group(op, G_BINARY) && ns == 2)
+    r = binop(op, s[0], s[1]);
+  else if (in_group(op, G_UNARY) && ns == 1)
+    r = ctx.make(op, s[0]->dtype, {s[0]});
+  else
+    throw InternalError("unsupported rewrite template op " + std::string(op_name(op)));
   if (p.fold) {
     ConstValue vals[3];
     size_t nv = 0;

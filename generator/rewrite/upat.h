@@ -24,7 +24,7 @@ class Match {
   const UOp* operator[](const UPat& p) const;
   const UOp* get(int slot) const { return slots_[slot]; }
   int64_t ival(const UPat& p) const { return (*this)[p]->ival(); }  // an integer CONST capture's value
-  const UOp* root = nullptr;  // the node the rule matched
+  const UOp* root = nullptr;                                        // the node the rule matched
   std::array<const UOp*, kMaxCaptures> slots_{};
 };
 
@@ -38,7 +38,7 @@ class UPat {
   // a named wildcard; names map to capture slots shared by all patterns
   static UPat var(std::string_view name, std::vector<DType> dtypes = {});
   static UPat cvar(std::string_view name, std::vector<DType> dtypes = {});  // a named CONST
-  static UPat cnst(int64_t v);          // a CONST equal to v (numerically: 0 matches 0, 0.0 and false)
+  static UPat cnst(int64_t v);  // a CONST equal to v (numerically: 0 matches 0, 0.0 and false)
   static UPat cnst_f(double v);
   static UPat cbool(bool v);
   static UPat invalid();
@@ -48,15 +48,15 @@ class UPat {
   UPat named(std::string_view name) const;
   UPat dtype(std::vector<DType> dts) const;
   UPat arg(Arg a) const;
-  UPat allow_any_len() const;   // sources are a prefix
+  UPat allow_any_len() const;                        // sources are a prefix
   UPat or_casted(std::string_view name = {}) const;  // this, or CAST(this)
   UPat cast(std::vector<DType> dts = {}) const;      // CAST(this)
   UPat where(const UPat& t, const UPat& f) const;
-  UPat logical_not() const;     // (this != true)
+  UPat logical_not() const;  // (this != true)
   UPat ne(const UPat& o) const;
   UPat maximum(const UPat& o) const;
   UPat alu(Op op, const UPat& o) const;  // permutations for commutative ops
-  UPat fold() const;  // on a right-hand-side template: constant-fold after building
+  UPat fold() const;                     // on a right-hand-side template: constant-fold after building
 
   int capture() const;  // capture slot or -1
   const PatNode& node() const { return *n_; }
@@ -70,7 +70,7 @@ class UPat {
 };
 
 struct PatNode {
-  OpSet ops;  // empty: any op
+  OpSet ops;                  // empty: any op
   std::vector<DType> dtypes;  // empty: any dtype
   std::optional<Arg> arg;
   std::optional<ConstValue> const_num;  // numeric CONST match
@@ -80,7 +80,7 @@ struct PatNode {
   bool fold = false;
   std::vector<UPat> src;
   std::vector<UPat> alternatives;  // non-empty: an any_of node
-  OpSet early_reject;  // ops that must occur among the direct sources
+  OpSet early_reject;              // ops that must occur among the direct sources
   // the same as a short list, for the hot path (no scan over every op)
   std::array<Op, 8> reject_ops{};
   uint8_t n_reject = 0;
@@ -130,8 +130,7 @@ extern const UPat c0, c1, c2, c3;
 // passing style (each matched node calls "match the rest"), so backtracking needs no allocation.
 class Cont {
  public:
-  template <class F>
-  Cont(F& f) : obj_(&f), call_([](void* o) { return (*static_cast<F*>(o))(); }) {}  // NOLINT
+  template <class F> Cont(F& f) : obj_(&f), call_([](void* o) { return (*static_cast<F*>(o))(); }) {}  // NOLINT
   bool operator()() const { return call_(obj_); }
 
  private:

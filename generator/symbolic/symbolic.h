@@ -9,7 +9,7 @@
 namespace kiln {
 
 const PatternMatcher& symbolic_simple();
-const PatternMatcher& commutative();           // canonical operand order for weakint commutative ops
+const PatternMatcher& commutative();  // canonical operand order for weakint commutative ops
 const PatternMatcher& symbolic();
 const PatternMatcher& div_and_mod_symbolic();  // divmod.cpp
 const PatternMatcher& pm_simplify_valid();     // valid.cpp

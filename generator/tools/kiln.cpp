@@ -30,8 +30,7 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
     kiln::ParseError err;
     const kiln::UOp* u = kiln::parse(ctx, line, &err);
     if (!u) {
-      std::cerr << source << "line " << lineno << ": error: " << err.message << " (column " << err.offset + 1
-                << ")\n";
+      std::cerr << source << "line " << lineno << ": error: " << err.message << " (column " << err.offset + 1 << ")\n";
       ++failed;
       continue;
     }
@@ -39,8 +38,7 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
       kiln::RewriteOptions opts;
       opts.name = "simplify";
       const kiln::UOp* s = kiln::graph_rewrite(u, pm, nullptr, opts);
-      std::cout << kiln::print(s) << " [" << bound(s->vmin(), s->dtype) << ", " << bound(s->vmax(), s->dtype)
-                << "]\n";
+      std::cout << kiln::print(s) << " [" << bound(s->vmin(), s->dtype) << ", " << bound(s->vmax(), s->dtype) << "]\n";
     } catch (const kiln::InternalError& e) {
       std::cerr << source << "line " << lineno << ": error: internal: " << e.what() << "\n";
       ++failed;

@@ -23,8 +23,9 @@ class GraphRewriteTest : public ::testing::Test {
 
 TEST_F(GraphRewriteTest, FoldsToAFixedPoint) {
   PatternMatcher pm({rw((x + c0) + c1, x + (c0 + c1).fold())});
-  const UOp* u = p("(ADD:weakint (ADD:weakint (ADD:weakint (VAR:weakint a 0 9) (CONST:weakint 1)) (CONST:weakint 2)) "
-                   "(CONST:weakint 3))");
+  const UOp* u =
+      p("(ADD:weakint (ADD:weakint (ADD:weakint (VAR:weakint a 0 9) (CONST:weakint 1)) (CONST:weakint 2)) "
+        "(CONST:weakint 3))");
   EXPECT_EQ(print(graph_rewrite(u, pm)), "(ADD:weakint (VAR:weakint a 0 9) (CONST:weakint 6))");
   // nothing to do: the same node comes back
   const UOp* v = p("(VAR:weakint a 0 9)");
@@ -69,8 +70,9 @@ TEST_F(GraphRewriteTest, SharedNodesAreRewrittenOnce) {
     return nullptr;
   })});
   // a diamond: the VAR is used four times but visited once
-  const UOp* u = p("%a = (VAR:weakint a 0 9)\n%b = (ADD:weakint %a %a)\n%c = (MUL:weakint %b %a)\n"
-                   "%d = (MAX:weakint %c %a)");
+  const UOp* u =
+      p("%a = (VAR:weakint a 0 9)\n%b = (ADD:weakint %a %a)\n%c = (MUL:weakint %b %a)\n"
+        "%d = (MAX:weakint %c %a)");
   graph_rewrite(u, pm, &calls);
   EXPECT_EQ(calls, 1);
 }
@@ -100,9 +102,8 @@ TEST_F(GraphRewriteTest, ReturningTheSameNodeIsNoChange) {
 
 TEST_F(GraphRewriteTest, NonTerminatingRulesFailLoudlyNamingTheRule) {
   // x -> x + 0 and x + 0 -> x would loop; here one rule keeps growing the graph
-  PatternMatcher pm({Rule(UPat::op(Op::DEFINE_VAR), [](const Match& m) -> const UOp* {
-    return m.root->ctx().var("a", 0, m.root->imax() + 1);
-  })});
+  PatternMatcher pm({Rule(UPat::op(Op::DEFINE_VAR),
+                          [](const Match& m) -> const UOp* { return m.root->ctx().var("a", 0, m.root->imax() + 1); })});
   RewriteOptions o;
   o.max_rewrites = 1000;
   o.name = "looping stage";
@@ -144,7 +145,8 @@ TEST_F(GraphRewriteTest, ContextIsPassedToRules) {
     return m.root->with_tag(static_cast<Counter*>(c)->next++);
   })});
   const UOp* u = p("(ADD:weakint (VAR:weakint a 0 9) (VAR:weakint b 0 9))");
-  EXPECT_EQ(print(graph_rewrite(u, pm, &counter)), "(ADD:weakint (VAR:weakint a 0 9 tag=100) (VAR:weakint b 0 9 tag=101))");
+  EXPECT_EQ(print(graph_rewrite(u, pm, &counter)),
+            "(ADD:weakint (VAR:weakint a 0 9 tag=100) (VAR:weakint b 0 9 tag=101))");
 }
 
 }  // namespace

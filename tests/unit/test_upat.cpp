@@ -93,14 +93,16 @@ TEST_F(UPatTest, CommutativeOpsTryBothOrders) {
 
 TEST_F(UPatTest, PermutationBacktracksIntoNestedCaptures) {
   // (x*c0) + (x*c1): the second order is needed when the first binds x to the wrong side
-  const UOp* u = p("(ADD:weakint (MUL:weakint (VAR:weakint a 0 4) (CONST:weakint 3)) "
-                   "(MUL:weakint (CONST:weakint 5) (VAR:weakint a 0 4)))");
+  const UOp* u =
+      p("(ADD:weakint (MUL:weakint (VAR:weakint a 0 4) (CONST:weakint 3)) "
+        "(MUL:weakint (CONST:weakint 5) (VAR:weakint a 0 4)))");
   Match m;
   ASSERT_TRUE(match_first(x * c0 + x * c1, u, m));
   EXPECT_EQ(m[x]->op, Op::DEFINE_VAR);
   EXPECT_EQ(m.ival(c0) + m.ival(c1), 8);
-  EXPECT_FALSE(matches(x * c0 + x * c1, "(ADD:weakint (MUL:weakint (VAR:weakint a 0 4) (CONST:weakint 3)) "
-                                         "(MUL:weakint (VAR:weakint b 0 4) (CONST:weakint 5)))"));
+  EXPECT_FALSE(matches(x * c0 + x * c1,
+                       "(ADD:weakint (MUL:weakint (VAR:weakint a 0 4) (CONST:weakint 3)) "
+                       "(MUL:weakint (VAR:weakint b 0 4) (CONST:weakint 5)))"));
 }
 
 TEST_F(UPatTest, EveryMatchIsOfferedUntilOneIsAccepted) {

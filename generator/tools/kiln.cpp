@@ -1,7 +1,9 @@
 // The kiln command line. The only place that reads argv or the environment.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -16,12 +18,24 @@ std::string bound(const kiln::ConstValue& v, kiln::DType d) {
   return kiln::to_string(v, d);
 }
 
+// A division whose divisor can only be zero is the user's error, not something to fold around.
+std::optional<std::string> division_by_zero(const kiln::UOp* root) {
+  for (const kiln::UOp* u : kiln::toposort(root)) {
+    bool div = u->op == kiln::Op::FLOORDIV || u->op == kiln::Op::FLOORMOD || u->op == kiln::Op::CDIV ||
+               u->op == kiln::Op::CMOD;
+    if (div && kiln::is_int(u->src(1)->dtype) && u->src(1)->imin() == 0 && u->src(1)->imax() == 0)
+      return "division by zero in " + kiln::print(u);
+  }
+  return std::nullopt;
+}
+
 // One expression per line in, `<simplified> [<vmin>, <vmax>]` per line out. Bad lines are
-// reported as `line N: error: ...` and skipped; the exit code says whether any line failed.
+// reported as `line N: error: ...` and skipped. Exit code: 0 all good, 1 a line was bad, 70 an
+// internal error (a rewrite that did not terminate) happened.
 int run_simplify(std::istream& in, const std::string& source, bool stats) {
   if (stats) kiln::set_rule_stats(true);
   const kiln::PatternMatcher pm = kiln::sym() + kiln::pm_cast_weak();
-  int failed = 0;
+  int failed = 0, internal = 0;
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     size_t first = line.find_first_not_of(" \t\r");
@@ -34,19 +48,24 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
       ++failed;
       continue;
     }
+    if (auto e = division_by_zero(u)) {
+      std::cerr << source << "line " << lineno << ": error: " << *e << "\n";
+      ++failed;
+      continue;
+    }
     try {
       kiln::RewriteOptions opts;
       opts.name = "simplify";
       const kiln::UOp* s = kiln::graph_rewrite(u, pm, nullptr, opts);
       std::cout << kiln::print(s) << " [" << bound(s->vmin(), s->dtype) << ", " << bound(s->vmax(), s->dtype) << "]\n";
     } catch (const kiln::InternalError& e) {
-      std::cerr << source << "line " << lineno << ": error: internal: " << e.what() << "\n";
-      ++failed;
+      std::cerr << source << "line " << lineno << ": internal error: " << e.what() << "\n";
+      ++internal;
     }
   }
   std::cout.flush();
   if (stats) std::cerr << pm.stats();
-  return failed ? 1 : 0;
+  return internal ? 70 : failed ? 1 : 0;
 }
 
 }  // namespace
@@ -71,16 +90,16 @@ int main(int argc, char** argv) {
     int rc = 0;
     for (const auto& f : files) {
       if (f == "-") {
-        rc |= run_simplify(std::cin, "", stats);
+        rc = std::max(rc, run_simplify(std::cin, "", stats));
         continue;
       }
       std::ifstream in(f);
       if (!in) {
         std::cerr << "kiln: error: cannot open " << f << "\n";
-        rc = 1;
+        rc = std::max(rc, 1);
         continue;
       }
-      rc |= run_simplify(in, files.size() > 1 ? f + ": " : "", stats);
+      rc = std::max(rc, run_simplify(in, files.size() > 1 ? f + ": " : "", stats));
     }
     return rc;
   }

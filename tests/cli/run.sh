@@ -36,7 +36,8 @@ printf '%s\n' '(ADD:weakint (VAR:weakint a 0 3) (CONST:weakint 0))' \
   '' \
   '(CONST:wat 1)' \
   '(VAR:weakint a 9 1)' \
-  '(MUL:weakint (CONST:weakint 6) (CONST:weakint 7))' >"$tmp/bad.in"
+  '(MUL:weakint (CONST:weakint 6) (CONST:weakint 7))' \
+  '(FLOORDIV:weakint (VAR:weakint a 0 7) (CONST:weakint 0))' >"$tmp/bad.in"
 "$kiln" simplify "$tmp/bad.in" >"$tmp/out" 2>"$tmp/err"
 check "bad exit code" 1 "$?"
 check "bad stdout" "$(printf '%s\n' '(VAR:weakint a 0 3) [0, 3]' '(CONST:weakint 42) [42, 42]')" "$(cat "$tmp/out")"
@@ -44,7 +45,8 @@ check "bad stderr" "$(printf '%s\n' \
   "line 2: error: unexpected end of input, expected ')' (column 31)" \
   "line 3: error: unknown op 'FOO' (column 2)" \
   "line 5: error: unknown dtype 'wat' (column 8)" \
-  "line 6: error: VAR range is empty: min 9 > max 1 (column 16)")" "$(cat "$tmp/err")"
+  "line 6: error: VAR range is empty: min 9 > max 1 (column 16)" \
+  "line 8: error: division by zero in (FLOORDIV:weakint (VAR:weakint a 0 7) (CONST:weakint 0))")" "$(cat "$tmp/err")"
 
 # a missing file is an error, not a crash
 "$kiln" simplify "$tmp/does-not-exist" >/dev/null 2>"$tmp/err"

@@ -27,6 +27,7 @@
 
 #include "generator/ir/text.h"
 #include "generator/ir/uop.h"
+#include "generator/ir/verify.h"
 #include "generator/rewrite/rewrite.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -192,6 +193,12 @@ Verdict check(const UOp* e, const PatternMatcher& pm, const std::vector<Var>& va
   opts.max_rewrites = 20'000;
   try {
     v.simplified = graph_rewrite(e, pm, nullptr, opts);
+    // the rewrite must leave well-formed IR (the verifier runs after every stage in tests)
+    if (auto bad = verify(v.simplified)) {
+      v.kind = Kind::Exception;
+      v.detail = "verifier: " + *bad;
+      return v;
+    }
     const UOp* again = graph_rewrite(v.simplified, pm, nullptr, opts);
     if (again != v.simplified) {
       v.kind = Kind::NotIdempotent;

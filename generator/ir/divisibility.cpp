@@ -31,8 +31,12 @@ int64_t UOp::const_factor() const {
       for (const UOp* s : src()) g = abs_gcd(g, s->const_factor());
       return g;
     }
-    case Op::ADD:
-      return abs_gcd(src(0)->const_factor(), src(1)->const_factor());
+    case Op::ADD: {
+      // over the leaves of the sum, without recursion: long sums must not overflow the stack
+      int64_t g = 0;
+      for (const UOp* t : split(Op::ADD)) g = abs_gcd(g, t->const_factor());
+      return g;
+    }
     case Op::MUL:
       if (is_int_const(src(0))) return src(0)->ival();
       if (is_int_const(src(1))) return src(1)->ival();
@@ -44,7 +48,21 @@ int64_t UOp::const_factor() const {
   }
 }
 
+// Sums deeper than this are "not sure": the quotient is built recursively, and giving up is
+// always a sound answer for these facts.
+static constexpr int kMaxSumDepth = 2000;
+static thread_local int g_depth = 0;
+namespace {
+struct DepthGuard {
+  DepthGuard() { ++g_depth; }
+  ~DepthGuard() { --g_depth; }
+  bool too_deep() const { return g_depth > kMaxSumDepth; }
+};
+}  // namespace
+
 const UOp* UOp::divides(int64_t v) const {
+  DepthGuard guard;
+  if (guard.too_deep()) return nullptr;
   if (v == 1) return this;
   if (v == 0) return nullptr;  // nothing is "exactly" divided by zero
   switch (op) {
@@ -120,6 +138,8 @@ std::vector<const UOp*> UOp::split(Op sep) const {
 }
 
 const UOp* UOp::divide_exact(const UOp* v) const {
+  DepthGuard guard;
+  if (guard.too_deep()) return nullptr;
   if (this == v) return const_like(int64_t(1));
   if (v->is_const()) return v->cval().is_int() ? divides(v->ival()) : nullptr;
   if (op == Op::ADD) {

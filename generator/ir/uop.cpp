@@ -121,8 +121,13 @@ struct Context::Impl {
     used += bytes;
     return p;
   }
-  // open-addressing intern table
-  std::vector<const UOp*> table = std::vector<const UOp*>(1024, nullptr);
+  // open-addressing intern table; the hash sits next to the pointer so a probe that misses
+  // never touches the node's memory
+  struct Slot {
+    uint64_t hash = 0;
+    const UOp* u = nullptr;
+  };
+  std::vector<Slot> table = std::vector<Slot>(1024);
   size_t count = 0;
   std::deque<std::string> strings;
   std::unordered_set<std::string_view> string_set;
@@ -142,12 +147,14 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   uint64_t h = mix(mix(mix(uint64_t(op) + 1, dtype.key()), uint64_t(uint32_t(tag))), hash_arg(arg));
   for (const UOp* s : src) h = mix(h, s->id);
   h = mix(h, src.size());
+  h ^= h >> 29;  // the multiply leaves the low bits weak; the slot index uses them
   auto& t = impl_->table;
   size_t mask = t.size() - 1;
   size_t i = h & mask;
-  for (; t[i] != nullptr; i = (i + 1) & mask) {
-    const UOp* u = t[i];
-    if (u->hash_ != h || u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
+  for (; t[i].u != nullptr; i = (i + 1) & mask) {
+    if (t[i].hash != h) continue;
+    const UOp* u = t[i].u;
+    if (u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
     if (!std::equal(src.begin(), src.end(), u->srcs_)) continue;
     if (u->arg_ == arg) return u;
   }
@@ -162,14 +169,14 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg), h);
   static_assert(std::is_trivially_destructible_v<UOp>, "the arena never runs destructors");
   nodes_.push_back(u);
-  t[i] = u;
+  t[i] = {h, u};
   if (++impl_->count * 2 > t.size()) {  // grow and rehash
-    std::vector<const UOp*> nt(t.size() * 2, nullptr);
+    std::vector<Impl::Slot> nt(t.size() * 2);
     size_t nmask = nt.size() - 1;
-    for (const UOp* e : t) {
-      if (e == nullptr) continue;
-      size_t j = e->hash_ & nmask;
-      while (nt[j] != nullptr) j = (j + 1) & nmask;
+    for (const Impl::Slot& e : t) {
+      if (e.u == nullptr) continue;
+      size_t j = e.hash & nmask;
+      while (nt[j].u != nullptr) j = (j + 1) & nmask;
       nt[j] = e;
     }
     t.swap(nt);

@@ -190,6 +190,7 @@ class Rewriter {
   void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
     grow(n->id);
     replace_[n->id] = r;
+    if (waitlist_.empty()) return;  // the common case: nobody waits
     if (auto it = waitlist_.find(n); it != waitlist_.end()) {
       for (const Entry& w : it->second) stack.push_back(w);
       waitlist_.erase(it);

@@ -7,6 +7,9 @@
 #include <sstream>
 #include <string>
 
+#include "generator/frontend/parser.h"
+#include "generator/frontend/source.h"
+#include "generator/frontend/spec_check.h"
 #include "generator/ir/text.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -68,6 +71,35 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
   return internal ? 70 : failed ? 1 : 0;
 }
 
+// Parses and checks each spec; all errors of all files go to stderr, one line per kernel of a
+// good spec to stdout. Until the scheduler exists a kernel reports `parsed`, not its variants.
+int run_check(const std::vector<std::string>& paths) {
+  int rc = 0;
+  for (const auto& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      std::cerr << "kiln: error: cannot open " << path << "\n";
+      rc = 1;
+      continue;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    kiln::frontend::SourceFile source(path, text.str());
+    kiln::frontend::ParseResult parsed = kiln::frontend::parse_spec(source);
+    std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
+    // Checking a spec with syntax errors would report what the parser had to drop.
+    if (errors.empty()) errors = kiln::frontend::check_spec(parsed.spec);
+    if (!errors.empty()) {
+      std::cerr << kiln::frontend::render(errors);
+      rc = 1;
+      continue;
+    }
+    for (const auto& kernel : parsed.spec.kernels) std::cout << kernel.name << ": parsed\n";
+  }
+  std::cout.flush();
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +115,17 @@ int main(int argc, char** argv) {
       "Grammar: (CONST:<dtype> <value>) | (VAR:<dtype> <name> <min> <max>) | (<OP>:<dtype> <src>...)\n"
       "Output: <simplified s-expression> [<vmin>, <vmax>] per input line.");
 
+  auto* check = app.add_subcommand("check", "parse and check .kiln kernel specs");
+  std::vector<std::string> specs;
+  check->add_option("specs", specs, "spec files")->required();
+  check->footer(
+      "Errors: <file>:<line>:<col>: error: <what> (expected X, got Y), the source line and a caret, on\n"
+      "stderr; exit 1 if any spec has one.\n"
+      "Output: '<kernel>: parsed' per kernel. Once the scheduler exists this becomes '<kernel>: <N> kernels'.");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (check->parsed()) return run_check(specs);
 
   if (simplify->parsed()) {
     if (files.empty()) return run_simplify(std::cin, "", stats);

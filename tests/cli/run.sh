@@ -66,5 +66,58 @@ a="$("$kiln" simplify "$here/simplify.in")"
 b="$("$kiln" simplify "$here/simplify.in")"
 check "deterministic" "$a" "$b"
 
+# kiln check: a valid spec prints one line per kernel (`parsed` until the scheduler counts variants)
+"$kiln" check "$here/specs/ok.kiln" >"$tmp/out" 2>"$tmp/err"
+check "check ok exit code" 0 "$?"
+check "check ok stdout" "$(printf '%s\n' 'gemm: parsed' 'mlp: parsed')" "$(cat "$tmp/out")"
+check "check ok stderr empty" "" "$(cat "$tmp/err")"
+"$kiln" check "$here/../../kernels/examples.kiln" >/dev/null 2>"$tmp/err"
+check "check kernels/examples.kiln" "0 " "$? $(cat "$tmp/err")"
+
+# kiln check: syntax errors, then check errors, each with file:line:col, the line and a caret
+bad="$here/specs/bad.kiln"
+"$kiln" check "$bad" >"$tmp/out" 2>"$tmp/err"
+check "check bad exit code" 1 "$?"
+check "check bad stdout empty" "" "$(cat "$tmp/out")"
+check "check bad stderr" "$(printf '%s\n' \
+  "$bad:6:13: error: unexpected character '\$'" \
+  '  C = A @ B $' \
+  '            ^' \
+  "$bad:10:19: error: syntax error in expression (expected an expression, got ',')" \
+  '  y = softmax(x @ , axis=-1)' \
+  '                  ^')" "$(cat "$tmp/err")"
+bad="$here/specs/bad_check.kiln"
+"$kiln" check "$here/specs/ok.kiln" "$bad" >"$tmp/out" 2>"$tmp/err"
+check "check bad_check exit code" 1 "$?"
+check "check bad_check stdout has the good file" "$(printf '%s\n' 'gemm: parsed' 'mlp: parsed')" "$(cat "$tmp/out")"
+check "check bad_check stderr" "$(printf '%s\n' \
+  "$bad:2:10: error: range of dim 'N' is empty: its minimum is above its maximum (expected min <= max, got 4..1)" \
+  'dim N in 4..1' \
+  '         ^~~~' \
+  "$bad:4:23: error: unknown dim 'K' in the shape of 'A' (expected a declared dim or an integer, got 'K')" \
+  'kernel gemm(A: f32[M, K], B: f3[K, M]) -> (C: f32[M, M]) {' \
+  '                      ^' \
+  "$bad:4:30: error: unknown dtype (expected one of bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, got 'f3')" \
+  'kernel gemm(A: f32[M, K], B: f3[K, M]) -> (C: f32[M, M]) {' \
+  '                             ^~' \
+  "$bad:4:33: error: unknown dim 'K' in the shape of 'B' (expected a declared dim or an integer, got 'K')" \
+  'kernel gemm(A: f32[M, K], B: f3[K, M]) -> (C: f32[M, M]) {' \
+  '                                ^' \
+  "$bad:4:44: error: output 'C' of kernel 'gemm' is never assigned" \
+  'kernel gemm(A: f32[M, K], B: f3[K, M]) -> (C: f32[M, M]) {' \
+  '                                           ^')" "$(cat "$tmp/err")"
+
+# kiln check: a missing file, no file at all, and the help that states the interim output
+"$kiln" check "$tmp/does-not-exist.kiln" >/dev/null 2>"$tmp/err"
+check "check missing file exit code" 1 "$?"
+check "check missing file message" "kiln: error: cannot open $tmp/does-not-exist.kiln" "$(cat "$tmp/err")"
+"$kiln" check >/dev/null 2>&1
+check "check without specs fails" 1 "$(($? != 0))"
+"$kiln" check --help >"$tmp/out" 2>&1
+check "check help says parsed" 1 "$(grep -c "'<kernel>: parsed'" "$tmp/out")"
+a="$("$kiln" check "$bad" 2>&1)"
+b="$("$kiln" check "$bad" 2>&1)"
+check "check deterministic" "$a" "$b"
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -1,0 +1,99 @@
+// The AST of a .kiln spec: a plain tree of owned nodes, each with its source location. The
+// parser builds it; checks, the Tensor API bridge and the scheduler read it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/frontend/source.h"
+
+namespace kiln::frontend {
+
+enum class ExprKind : uint8_t { Number, Name, Bool, Unary, Binary, Call, Method, Tuple };
+
+enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, MatMul, Pow, Lt, Le, Gt, Ge, Eq, Ne };
+
+// The operator as written in specs: "+", "@", "**", "<=", ...
+const char* spelling(BinOp op);
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Kwarg {
+  std::string name;
+  Loc loc;  // of the name
+  ExprPtr value;
+};
+
+// One node type with a kind tag keeps walks to a switch; the fields a kind uses are listed.
+struct Expr {
+  ExprKind kind = ExprKind::Number;
+  Loc loc;                  // the literal or name; an operator's own token for Unary and Binary; the '(' of a Tuple
+  std::string name;         // Name, the callee of a Call, the method of a Method; a Number's spelling
+  bool is_float = false;    // Number
+  int64_t int_value = 0;    // Number (int)
+  double float_value = 0;   // Number (float)
+  bool bool_value = false;  // Bool
+  BinOp op = BinOp::Add;    // Binary (Unary is always negation)
+  ExprPtr receiver;         // Method
+  std::vector<ExprPtr> operands;  // Unary: 1, Binary: 2, Call/Method: positional args, Tuple: elements
+  std::vector<Kwarg> kwargs;      // Call, Method
+};
+
+// One axis of a shape: a dim's name or an integer literal.
+struct ShapeItem {
+  bool is_literal = false;
+  std::string dim;   // when !is_literal
+  int64_t size = 0;  // when is_literal
+  Loc loc;
+};
+
+struct Param {
+  std::string name;
+  Loc loc;
+  std::string dtype;  // as written; spec_check validates it
+  Loc dtype_loc;
+  std::vector<ShapeItem> shape;  // empty: a scalar
+};
+
+struct Specialization {
+  bool multiple = false;  // `%k`: dims divisible by k; otherwise the exact value
+  int64_t value = 0;
+  Loc loc;
+};
+
+struct Dim {
+  std::string name;
+  Loc loc;
+  int64_t min = 0, max = 0;
+  Loc min_loc, max_loc;
+  std::vector<Specialization> specializations;
+};
+
+struct Stmt {
+  std::string target;
+  Loc loc;  // of the target
+  ExprPtr value;
+};
+
+struct Kernel {
+  std::string name;
+  Loc loc;
+  std::vector<Param> params;
+  std::vector<Param> outputs;
+  std::vector<Stmt> body;
+};
+
+struct Spec {
+  std::vector<Dim> dims;
+  std::vector<Kernel> kernels;
+};
+
+// Compact s-expressions for golden tests and --dump: `(dim N 1 4096 (specialize 1 %16))`,
+// `(kernel gemm (in (A f32 [M K]) ...) (out ...) (= C (@ A B)))`, one item per line.
+std::string to_string(const Expr& e);
+std::string to_string(const Spec& s);
+
+}  // namespace kiln::frontend

@@ -2,7 +2,7 @@
 # Installs (as root, with apt) the Debian packages kiln needs to build and test, when missing.
 # Sourced by demo.sh, test.sh and .ci/run so each works on a fresh Debian 12 machine;
 # KILN_EXTRA_PACKAGES names more (CI adds clang-16).
-kiln_packages=(build-essential cmake ninja-build ccache libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+kiln_packages=(build-essential cmake ninja-build ccache libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libz3-dev
                clang-format python3 ${KILN_EXTRA_PACKAGES:-})
 kiln_install_deps() {
   local missing=() p status

@@ -15,8 +15,10 @@ std::string Rule::where(const std::source_location& loc) {
 }
 
 Rule rw(UPat lhs, UPat rhs, std::source_location loc) {
-  return Rule(
-      std::move(lhs), [rhs = std::move(rhs)](const Match& m) { return rhs.build(m); }, loc);
+  Rule r(
+      std::move(lhs), [rhs](const Match& m) { return rhs.build(m); }, loc);
+  r.rhs = std::move(rhs);
+  return r;
 }
 
 static std::atomic<bool> g_rule_stats{false};
@@ -78,6 +80,12 @@ const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
     }
   }
   return nullptr;
+}
+
+std::vector<const Rule*> PatternMatcher::rules() const {
+  std::vector<const Rule*> out;
+  for (const auto& r : rules_) out.push_back(r.get());
+  return out;
 }
 
 std::string PatternMatcher::stats() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <source_location>
 #include <string>
 #include <unordered_map>
@@ -21,7 +22,8 @@ using RewriteFn = std::function<const UOp*(const Match&, void* ctx)>;
 struct Rule {
   UPat pat;
   RewriteFn fn;
-  std::string name;  // where the rule was written, file:line
+  std::string name;         // where the rule was written, file:line
+  std::optional<UPat> rhs;  // set for rules as data (rw): both sides are patterns, a solver can check them
   mutable uint64_t tries = 0, hits = 0;
 
   template <class F>
@@ -47,7 +49,8 @@ class PatternMatcher {
   const UOp* rewrite(const UOp* u, void* ctx = nullptr) const;
   const Rule* last_rule() const { return last_; }  // the rule that produced the last rewrite
   size_t size() const { return rules_.size(); }
-  std::string stats() const;  // per-rule tries/hits, when stats are on
+  std::vector<const Rule*> rules() const;  // in order, for tools (e.g. proving the rules as data)
+  std::string stats() const;               // per-rule tries/hits, when stats are on
   void reset_stats() const;
 
  private:

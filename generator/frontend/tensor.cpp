@@ -1,0 +1,289 @@
+#include "generator/frontend/tensor.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+const UOp* Dim::get(Context& ctx) const {
+  if (!u) return ctx.cint(v);
+  if (u->dtype != dtypes::weakint) throw ShapeError("dim: expected a weakint dim, got " + to_string(u->dtype));
+  return simplify_dim(u);
+}
+
+static std::vector<const UOp*> dims_of(Context& ctx, const std::vector<Dim>& dims) {
+  std::vector<const UOp*> r;
+  for (const Dim& d : dims) r.push_back(d.get(ctx));
+  return r;
+}
+
+static const UOp* stack_of(Context& ctx, std::span<const UOp* const> xs) {
+  return ctx.make(Op::STACK, dtypes::void_, xs);
+}
+
+static const UOp* int_stack(Context& ctx, const std::vector<int64_t>& xs) {
+  std::vector<const UOp*> s;
+  for (int64_t x : xs) s.push_back(ctx.cint(x));
+  return stack_of(ctx, s);
+}
+
+Tensor make_tensor(Op op, DType d, const std::vector<Tensor>& srcs, std::vector<const UOp*> args, Arg arg) {
+  Context& ctx = srcs.at(0).ctx();
+  std::vector<const UOp*> s;
+  std::vector<const Shape*> shapes;
+  for (const Tensor& t : srcs) {
+    s.push_back(t.uop());
+    shapes.push_back(&t.shape());
+  }
+  s.insert(s.end(), args.begin(), args.end());
+  const UOp* u = ctx.make(op, d, s, std::move(arg));
+  return Tensor(&ctx, u, infer_shape(u, shapes));
+}
+
+Tensor::Tensor(Context* ctx, const UOp* u) : ctx_(ctx), u_(u), shape_(kiln::shape_of(u)) {}
+
+Tensor Tensor::input(Context& ctx, std::string_view name, DType dtype, const std::vector<Dim>& dims) {
+  int32_t slot = 0;
+  for (uint32_t i = 0; i < ctx.size(); ++i)
+    if (ctx.node(i)->op == Op::PARAM && !ctx.node(i)->dtype.ptr) ++slot;
+  const UOp* shape = stack_of(ctx, dims_of(ctx, dims));
+  return Tensor(&ctx, ctx.make(Op::PARAM, dtype, {shape}, ParamArg{slot, -1, ctx.intern(name)}));
+}
+
+Tensor Tensor::constant(Context& ctx, double value, DType dtype) {
+  ConstValue v = is_float(dtype)  ? ConstValue::of_float(value)
+                 : is_bool(dtype) ? ConstValue::of_bool(value != 0)
+                                  : ConstValue::of_int(int64_t(value));
+  return Tensor(&ctx, ctx.cconst(truncate_to(dtype, v), dtype), {});
+}
+
+Tensor Tensor::full(Context& ctx, const std::vector<Dim>& dims, double value, DType dtype) {
+  return constant(ctx, value, dtype).broadcast_to(dims_of(ctx, dims));
+}
+
+// 0..n-1 through the pooling trick of tinygrad's cumsum: row i of the (n, 2n) view of n
+// tiled copies of [0]*(n-1) + [1]*n holds a window whose sum is i + 1.
+static Tensor iota_const(Context& ctx, int64_t n, DType dtype) {
+  if (n <= 0) return Tensor::full(ctx, {int64_t(0)}, 0, dtype);
+  Tensor ones = Tensor::full(ctx, {n}, 1, dtype);
+  int64_t len = 2 * n - 1;
+  Tensor x = ones.pad({{n - 1, 0}}).reshape({1, len}).expand({n, len}).reshape({n * len});
+  Tensor win = x.pad({{0, n}}).reshape({n, 2 * n}).shrink({{0, n}, {0, n}});
+  return win.sum({1}) - 1;
+}
+
+Tensor Tensor::iota(Context& ctx, Dim n, DType dtype) {
+  const UOp* d = n.get(ctx);
+  if (d->op == Op::CONST) return iota_const(ctx, d->ival(), dtype);
+  // a symbolic length: the iota of its upper bound, shrunk (the reshape check cannot prove
+  // symbolic polynomial identities, so the pooling trick needs a constant length)
+  return iota_const(ctx, d->vmax().i, dtype).shrink({{int64_t(0), d}});
+}
+
+Tensor Tensor::arange(Context& ctx, int64_t start, int64_t stop, int64_t step, DType dtype) {
+  if (step == 0) throw ShapeError("arange: expected a non-zero step, got 0");
+  int64_t n = std::max<int64_t>(0, (stop - start + step - (step > 0 ? 1 : -1)) / step);
+  return iota(ctx, n, dtype) * step + start;
+}
+
+int Tensor::norm_axis(int axis, size_t rank) const {
+  int r = int(rank);
+  if (axis < -r || axis >= r)
+    throw ShapeError("axis: expected an axis in [" + std::to_string(-r) + ", " + std::to_string(r) + ") for shape " +
+                     shape_str(shape_) + ", got " + std::to_string(axis));
+  return axis < 0 ? axis + r : axis;
+}
+
+// ---------------------------------------------------------------- movement
+
+Tensor Tensor::reshape(const std::vector<Dim>& dims) const {
+  Shape out;
+  int infer = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].u && dims[i].v == -1) {
+      if (infer >= 0) throw ShapeError("reshape: expected at most one -1, got " + std::to_string(dims.size()));
+      infer = int(i);
+      out.push_back(ctx_->cint(1));
+    } else {
+      out.push_back(dims[i].get(*ctx_));
+    }
+  }
+  if (infer >= 0 && !shape_.empty()) {
+    const UOp* rest = dim_product(out);
+    const UOp* q = dim_product(shape_)->divide_exact(rest);
+    if (!q) q = simplify_dim(Expr(dim_product(shape_)) / Expr(rest));
+    out[size_t(infer)] = simplify_dim(q);
+  }
+  if (out == shape_) return *this;
+  return make_tensor(Op::RESHAPE, dtype(), {*this}, {stack_of(*ctx_, out)});
+}
+
+Tensor Tensor::permute(const std::vector<int>& order) const {
+  std::vector<int64_t> o;
+  for (int a : order) o.push_back(norm_axis(a, ndim()));
+  bool id = o.size() == ndim();
+  for (size_t i = 0; i < o.size(); ++i) id &= o[i] == int64_t(i);
+  if (id) return *this;
+  return make_tensor(Op::PERMUTE, dtype(), {*this}, {int_stack(*ctx_, o)});
+}
+
+Tensor Tensor::transpose(int a, int b) const {
+  std::vector<int> order(ndim());
+  std::iota(order.begin(), order.end(), 0);
+  std::swap(order[size_t(norm_axis(a, ndim()))], order[size_t(norm_axis(b, ndim()))]);
+  return permute(order);
+}
+
+Tensor Tensor::expand(const std::vector<Dim>& dims) const {
+  if (dims.size() < ndim())
+    throw ShapeError("expand: expected at least rank " + std::to_string(ndim()) + " for " + shape_str(shape_) +
+                     ", got rank " + std::to_string(dims.size()));
+  size_t lead = dims.size() - ndim();
+  Shape out;
+  for (size_t i = 0; i < dims.size(); ++i)
+    out.push_back(!dims[i].u && dims[i].v == -1 && i >= lead ? shape_[i - lead] : dims[i].get(*ctx_));
+  return broadcast_to(out);
+}
+
+Tensor Tensor::broadcast_to(const Shape& s) const {
+  if (s.size() < ndim())
+    throw ShapeError("expand: expected at least rank " + std::to_string(ndim()) + " for " + shape_str(shape_) +
+                     ", got " + shape_str(s));
+  Shape ones(s.size() - ndim(), ctx_->cint(1));
+  ones.insert(ones.end(), shape_.begin(), shape_.end());
+  Tensor r = ones == shape_ ? *this : make_tensor(Op::RESHAPE, dtype(), {*this}, {stack_of(*ctx_, ones)});
+  if (s == r.shape_) return r;
+  return make_tensor(Op::EXPAND, dtype(), {r}, {stack_of(*ctx_, s)});
+}
+
+Tensor Tensor::pad(const std::vector<std::pair<Dim, Dim>>& pads) const {
+  if (pads.size() != ndim())
+    throw ShapeError("pad: expected " + std::to_string(ndim()) + " pairs for shape " + shape_str(shape_) + ", got " +
+                     std::to_string(pads.size()));
+  std::vector<const UOp*> b, a;
+  bool zero = true;
+  for (const auto& [x, y] : pads) {
+    b.push_back(x.get(*ctx_));
+    a.push_back(y.get(*ctx_));
+    zero &= dim_is(b.back(), 0) && dim_is(a.back(), 0);
+  }
+  if (zero) return *this;
+  return make_tensor(Op::PAD, dtype(), {*this}, {stack_of(*ctx_, b), stack_of(*ctx_, a)});
+}
+
+Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& bounds) const {
+  if (bounds.size() != ndim())
+    throw ShapeError("shrink: expected " + std::to_string(ndim()) + " pairs for shape " + shape_str(shape_) + ", got " +
+                     std::to_string(bounds.size()));
+  std::vector<const UOp*> b, e;
+  bool full = true;
+  for (size_t i = 0; i < ndim(); ++i) {
+    b.push_back(bounds[i].first.get(*ctx_));
+    e.push_back(bounds[i].second.get(*ctx_));
+    full &= dim_is(b.back(), 0) && e.back() == shape_[i];
+  }
+  if (full) return *this;
+  return make_tensor(Op::SHRINK, dtype(), {*this}, {stack_of(*ctx_, b), stack_of(*ctx_, e)});
+}
+
+Tensor Tensor::slice(int axis, Dim begin, Dim end) const {
+  size_t ax = size_t(norm_axis(axis, ndim()));
+  std::vector<std::pair<Dim, Dim>> bounds;
+  for (size_t i = 0; i < ndim(); ++i)
+    bounds.push_back(i == ax ? std::pair<Dim, Dim>{begin, end} : std::pair<Dim, Dim>{int64_t(0), shape_[i]});
+  return shrink(bounds);
+}
+
+Tensor Tensor::flip(const std::vector<int>& axes) const {
+  std::vector<int64_t> f(ndim(), 0);
+  for (int a : axes) f[size_t(norm_axis(a, ndim()))] = 1;
+  if (std::all_of(f.begin(), f.end(), [](int64_t x) { return x == 0; })) return *this;
+  return make_tensor(Op::FLIP, dtype(), {*this}, {int_stack(*ctx_, f)});
+}
+
+Tensor Tensor::unsqueeze(int axis) const {
+  size_t ax = size_t(norm_axis(axis, ndim() + 1));
+  std::vector<Dim> d(shape_.begin(), shape_.end());
+  d.insert(d.begin() + long(ax), Dim(int64_t(1)));
+  return reshape(d);
+}
+
+Tensor Tensor::squeeze(int axis) const {
+  size_t ax = size_t(norm_axis(axis, ndim()));
+  if (!dim_is(shape_[ax], 1))
+    throw ShapeError("squeeze: expected dim " + std::to_string(ax) + " of " + shape_str(shape_) + " to be 1, got " +
+                     dim_str(shape_[ax]));
+  std::vector<Dim> d(shape_.begin(), shape_.end());
+  d.erase(d.begin() + long(ax));
+  return reshape(d);
+}
+
+Tensor Tensor::flatten() const { return reshape({shape_.empty() ? ctx_->cint(1) : dim_product(shape_)}); }
+
+// Concatenation is padding each piece to the full extent along `axis` and adding.
+Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) throw ShapeError("cat: expected at least one tensor, got none");
+  const Tensor& t0 = ts[0];
+  size_t ax = size_t(t0.norm_axis(axis, t0.ndim()));
+  for (const Tensor& t : ts)
+    if (t.ndim() != t0.ndim())
+      throw ShapeError("cat: expected rank " + std::to_string(t0.ndim()) + " like " + shape_str(t0.shape()) + ", got " +
+                       shape_str(t.shape()));
+  std::vector<const UOp*> sizes;
+  for (const Tensor& t : ts) sizes.push_back(t.shape()[ax]);
+  const UOp* total = simplify_dim(usum(sizes, sizes[0]));
+  const UOp* off = t0.ctx().cint(0);
+  std::optional<Tensor> acc;
+  for (const Tensor& t : ts) {
+    std::vector<std::pair<Dim, Dim>> pads(t.ndim(), {int64_t(0), int64_t(0)});
+    const UOp* end = simplify_dim(Expr(off) + Expr(t.shape()[ax]));
+    pads[ax] = {off, simplify_dim(Expr(total) - Expr(end))};
+    Tensor p = t.pad(pads);
+    acc = acc ? (is_bool(acc->dtype()) && is_bool(p.dtype()) ? acc->logical_or(p) : *acc + p) : p;
+    off = end;
+  }
+  return *acc;
+}
+
+Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) throw ShapeError("stack: expected at least one tensor, got none");
+  std::vector<Tensor> u;
+  for (const Tensor& t : ts) u.push_back(t.unsqueeze(axis));
+  return cat(u, axis);
+}
+
+// ---------------------------------------------------------------- broadcasting and promotion
+
+Shape broadcast_shape(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const UOp* x = i < n - a.size() ? nullptr : a[i - (n - a.size())];
+    const UOp* y = i < n - b.size() ? nullptr : b[i - (n - b.size())];
+    if (!x || dim_is(x, 1))
+      out[i] = y ? y : x;
+    else if (!y || dim_is(y, 1) || x == y)
+      out[i] = x;
+    else
+      throw ShapeError("broadcast: expected compatible shapes, got " + shape_str(a) + " and " + shape_str(b));
+  }
+  return out;
+}
+
+static Tensor to_dtype(const Tensor& t, DType d) {
+  if (t.dtype() == d) return t;
+  if (t.uop()->op == Op::CONST && is_weak(t.dtype()))
+    return Tensor(&t.ctx(), t.ctx().cconst(truncate_to(d, t.uop()->cval()), d));
+  return t.cast(d);
+}
+
+std::pair<Tensor, Tensor> broadcasted(const Tensor& a, const Tensor& b) {
+  DType d = least_upper_dtype(a.dtype(), b.dtype());
+  if (is_weak(d) && !(is_weak(a.dtype()) && is_weak(b.dtype()))) d = strong(d);
+  Shape s = broadcast_shape(a.shape(), b.shape());
+  return {to_dtype(a, d).broadcast_to(s), to_dtype(b, d).broadcast_to(s)};
+}
+
+}  // namespace kiln

@@ -10,6 +10,7 @@
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
+#include "generator/frontend/spec_lower.h"
 #include "generator/ir/text.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -89,6 +90,9 @@ int run_check(const std::vector<std::string>& paths) {
     std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
     // Checking a spec with syntax errors would report what the parser had to drop.
     if (errors.empty()) errors = kiln::frontend::check_spec(parsed.spec);
+    // Lowering a spec that failed its checks would trip over the names and shapes they reported.
+    kiln::Context ctx;
+    if (errors.empty()) errors = kiln::frontend::lower_spec(ctx, parsed.spec, source).diagnostics;
     if (!errors.empty()) {
       std::cerr << kiln::frontend::render(errors);
       rc = 1;

@@ -119,5 +119,15 @@ a="$("$kiln" check "$bad" 2>&1)"
 b="$("$kiln" check "$bad" 2>&1)"
 check "check deterministic" "$a" "$b"
 
+# kiln check: lowering to tensors reports shape errors at the operator, with both shapes
+bad="$here/specs/bad_shape.kiln"
+"$kiln" check "$bad" >"$tmp/out" 2>"$tmp/err"
+check "check bad_shape exit code" 1 "$?"
+check "check bad_shape stdout empty" "" "$(cat "$tmp/out")"
+check "check bad_shape stderr" "$(printf '%s\n' \
+  "$bad:6:9: error: matmul: expected the inner dims to match, got [M, K] @ [N, K]" \
+  '  C = A @ B' \
+  '        ^')" "$(cat "$tmp/err")"
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -1,0 +1,30 @@
+// Lowers a checked Spec to tensor graphs: dims become DEFINE_VARs shared by the file's kernels,
+// parameters become inputs, statements become Tensor API calls. Type and shape errors the
+// Tensor API finds come back as diagnostics at the operator or call that caused them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generator/frontend/source.h"
+#include "generator/frontend/spec_ast.h"
+#include "generator/frontend/tensor.h"
+
+namespace kiln::frontend {
+
+struct LoweredKernel {
+  std::string name;
+  std::vector<Tensor> inputs;   // in declaration order; PARAM slot i is inputs[i]
+  std::vector<Tensor> outputs;  // in declaration order
+};
+
+struct LowerResult {
+  std::vector<LoweredKernel> kernels;   // the kernels that lowered without errors, in file order
+  std::vector<Diagnostic> diagnostics;  // at most one per kernel (its first error), in source order
+  bool ok() const { return diagnostics.empty(); }
+};
+
+// Run it on a spec that parsed and passed check_spec. `file` must outlive the diagnostics.
+LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& file);
+
+}  // namespace kiln::frontend

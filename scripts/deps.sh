@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs (as root, with apt) the Debian packages kiln needs to build and test, when missing.
 # Sourced by demo.sh, test.sh and .ci/run so each works on a fresh Debian 12 machine;
-# KILN_EXTRA_PACKAGES names more (CI adds clang-16).
+# KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it itself).
 kiln_packages=(build-essential cmake ninja-build ccache libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libz3-dev
-               clang-format python3 ${KILN_EXTRA_PACKAGES:-})
+               clang-format git python3 ${KILN_EXTRA_PACKAGES:-})
 kiln_install_deps() {
   local missing=() p status
   for p in "${kiln_packages[@]}"; do
@@ -20,4 +20,4 @@ kiln_install_deps() {
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
-kiln_install_deps
+[[ "${KILN_DEPS_LIST_ONLY:-0}" == 1 ]] || kiln_install_deps

@@ -135,11 +135,9 @@ struct BoundsImpl {
             return a0 >= 0 ? ints(d, 0, -b0 - 1) : a1 <= 0 ? ints(d, -(-b0 - 1), 0) : ints(d, -(-b0 - 1), -b0 - 1);
           break;
         case Op::CDIV:
-          if (b0 * b1 > 0 || (b0 > 0) || (b1 < 0)) {
-            if ((b0 > 0 && b1 > 0) || (b0 < 0 && b1 < 0)) {
-              i128 v[4] = {cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)};
-              return ints(d, *std::min_element(v, v + 4), *std::max_element(v, v + 4));
-            }
+          if ((b0 > 0 && b1 > 0) || (b0 < 0 && b1 < 0)) {  // the divisor's range excludes 0
+            i128 v[4] = {cdiv(a0, b0), cdiv(a0, b1), cdiv(a1, b0), cdiv(a1, b1)};
+            return ints(d, *std::min_element(v, v + 4), *std::max_element(v, v + 4));
           }
           break;
         case Op::FLOORDIV:
@@ -217,13 +215,12 @@ struct BoundsImpl {
         ConstValue lo = s->vmin_, hi = s->vmax_;
         if (is_int(d)) {
           // truncation toward zero is monotone
-          auto to_int = [](const ConstValue& v, int64_t fallback) -> std::optional<i128> {
+          auto to_int = [](const ConstValue& v) -> std::optional<i128> {
             if (!v.is_float()) return i128(v.i);
             if (!std::isfinite(v.f) || std::fabs(v.f) > 9.2e18) return std::nullopt;
-            (void)fallback;
             return i128(static_cast<int64_t>(std::trunc(v.f)));
           };
-          auto l = to_int(lo, 0), h = to_int(hi, 0);
+          auto l = to_int(lo), h = to_int(hi);
           if (!l || !h) break;
           if (*l >= int_min(d) && *h <= int_max(d)) return ints(d, *l, *h);
           if (is_unsigned(d)) break;

@@ -166,7 +166,7 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
       static_cast<const UOp**>(impl_->alloc(sizeof(const UOp*) * std::max<size_t>(src.size(), 1), alignof(UOp*)));
   std::copy(src.begin(), src.end(), srcs);
   void* mem = impl_->alloc(sizeof(UOp), alignof(UOp));
-  auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg), h);
+  auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg));
   static_assert(std::is_trivially_destructible_v<UOp>, "the arena never runs destructors");
   nodes_.push_back(u);
   t[i] = {h, u};

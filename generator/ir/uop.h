@@ -105,7 +105,6 @@ class UOp {
   template <class T> const T& arg() const { return std::get<T>(arg_); }
   template <class T> bool has_arg() const { return std::holds_alternative<T>(arg_); }
   Context& ctx() const { return *ctx_; }
-  uint64_t hash() const { return hash_; }
 
   // CONST helpers
   bool is_const() const { return op == Op::CONST; }
@@ -147,14 +146,13 @@ class UOp {
 
  private:
   friend class Context;
-  UOp(Context* c, Op o, DType d, uint32_t i, int32_t t, const UOp* const* s, uint32_t n, Arg a, uint64_t h)
-      : op(o), dtype(d), id(i), tag(t), srcs_(s), nsrc_(n), arg_(std::move(a)), hash_(h), ctx_(c) {}
+  UOp(Context* c, Op o, DType d, uint32_t i, int32_t t, const UOp* const* s, uint32_t n, Arg a)
+      : op(o), dtype(d), id(i), tag(t), srcs_(s), nsrc_(n), arg_(std::move(a)), ctx_(c) {}
   void compute_bounds() const;
 
   const UOp* const* srcs_;
   uint32_t nsrc_;
   Arg arg_;
-  uint64_t hash_;
   Context* ctx_;
   mutable bool bounds_done_ = false;
   mutable ConstValue vmin_, vmax_;

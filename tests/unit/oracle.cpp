@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "generator/frontend/shape.h"
 #include "tests/unit/exact_eval.h"
 
 namespace kiln::oracle {
@@ -220,31 +221,12 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
   return out;
 }
 
-static std::span<const UOp* const> value_sources(const UOp* u) {
-  switch (u->op) {
-    case Op::PARAM:
-    case Op::CONST:
-    case Op::DEFINE_VAR:
-      return {};
-    case Op::RESHAPE:
-    case Op::EXPAND:
-    case Op::PERMUTE:
-    case Op::PAD:
-    case Op::SHRINK:
-    case Op::FLIP:
-    case Op::REDUCE:
-      return u->src().subspan(0, 1);
-    default:
-      return u->src();
-  }
-}
-
 Array evaluate(const UOp* root, const Bindings& b) {
   std::unordered_map<const UOp*, Array> memo;
   std::vector<std::pair<const UOp*, size_t>> stack{{root, 0}};
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
-    auto srcs = value_sources(u);
+    auto srcs = tensor_sources(u);
     if (i < srcs.size()) {
       const UOp* s = srcs[i++];
       if (!memo.contains(s)) stack.push_back({s, 0});

@@ -427,7 +427,7 @@ class Lowerer {
   Lowerer(Context& ctx, const std::map<std::string, const UOp*>& dims) : ctx_(ctx), dims_(dims) {}
 
   LoweredKernel lower(const Kernel& k) {
-    LoweredKernel out{k.name, {}, {}};
+    LoweredKernel out{k.name, {}, {}, {}, k.loc};
     for (size_t i = 0; i < k.params.size(); ++i) {
       const Param& p = k.params[i];
       Tensor t = Tensor::input(ctx_, p.name, *spec_dtype(p.dtype), declared_shape(p));
@@ -448,7 +448,10 @@ class Lowerer {
       if (auto it = outputs.find(s.target); it != outputs.end()) check_output(s, *it->second, *t);
       names_.insert_or_assign(s.target, *t);
     }
-    for (const Param& p : k.outputs) out.outputs.push_back(names_.at(p.name));
+    for (const Param& p : k.outputs) {
+      out.outputs.push_back(names_.at(p.name));
+      out.output_names.push_back(p.name);
+    }
     return out;
   }
 

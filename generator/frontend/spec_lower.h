@@ -16,6 +16,8 @@ struct LoweredKernel {
   std::string name;
   std::vector<Tensor> inputs;   // in declaration order; PARAM slot i is inputs[i]
   std::vector<Tensor> outputs;  // in declaration order
+  std::vector<std::string> output_names;
+  Loc loc;  // the kernel's declaration
 };
 
 struct LowerResult {

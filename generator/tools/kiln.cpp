@@ -12,6 +12,7 @@
 #include "generator/frontend/spec_check.h"
 #include "generator/frontend/spec_lower.h"
 #include "generator/ir/text.h"
+#include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
 
 namespace {
@@ -72,8 +73,8 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
   return internal ? 70 : failed ? 1 : 0;
 }
 
-// Parses and checks each spec; all errors of all files go to stderr, one line per kernel of a
-// good spec to stdout. Until the scheduler exists a kernel reports `parsed`, not its variants.
+// Parses, checks and schedules each spec; all errors of all files go to stderr, one line per
+// kernel of a good spec to stdout: `<kernel>: <N> kernels`.
 int run_check(const std::vector<std::string>& paths) {
   int rc = 0;
   for (const auto& path : paths) {
@@ -92,13 +93,28 @@ int run_check(const std::vector<std::string>& paths) {
     if (errors.empty()) errors = kiln::frontend::check_spec(parsed.spec);
     // Lowering a spec that failed its checks would trip over the names and shapes they reported.
     kiln::Context ctx;
-    if (errors.empty()) errors = kiln::frontend::lower_spec(ctx, parsed.spec, source).diagnostics;
+    kiln::frontend::LowerResult lowered;
+    if (errors.empty()) {
+      lowered = kiln::frontend::lower_spec(ctx, parsed.spec, source);
+      errors = std::move(lowered.diagnostics);
+    }
+    std::vector<std::string> lines;
+    if (errors.empty()) {
+      for (const auto& k : lowered.kernels) {
+        try {
+          auto s = kiln::schedule::schedule(k.inputs, k.outputs, k.name, k.output_names);
+          lines.push_back(k.name + ": " + std::to_string(s.kernels.size()) + " kernels\n");
+        } catch (const kiln::ShapeError& e) {
+          errors.push_back({k.loc, "cannot schedule kernel '" + k.name + "': " + e.what(), "", "", 1});
+        }
+      }
+    }
     if (!errors.empty()) {
       std::cerr << kiln::frontend::render(errors);
       rc = 1;
       continue;
     }
-    for (const auto& kernel : parsed.spec.kernels) std::cout << kernel.name << ": parsed\n";
+    for (const auto& line : lines) std::cout << line;
   }
   std::cout.flush();
   return rc;
@@ -119,13 +135,13 @@ int main(int argc, char** argv) {
       "Grammar: (CONST:<dtype> <value>) | (VAR:<dtype> <name> <min> <max>) | (<OP>:<dtype> <src>...)\n"
       "Output: <simplified s-expression> [<vmin>, <vmax>] per input line.");
 
-  auto* check = app.add_subcommand("check", "parse and check .kiln kernel specs");
+  auto* check = app.add_subcommand("check", "parse, check and schedule .kiln kernel specs");
   std::vector<std::string> specs;
   check->add_option("specs", specs, "spec files")->required();
   check->footer(
       "Errors: <file>:<line>:<col>: error: <what> (expected X, got Y), the source line and a caret, on\n"
       "stderr; exit 1 if any spec has one.\n"
-      "Output: '<kernel>: parsed' per kernel. Once the scheduler exists this becomes '<kernel>: <N> kernels'.");
+      "Output: '<kernel>: <N> kernels' per kernel, N the number of kernels it is scheduled into.");
 
   CLI11_PARSE(app, argc, argv);
 

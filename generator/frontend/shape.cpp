@@ -53,6 +53,7 @@ std::span<const UOp* const> tensor_sources(const UOp* u) {
     case Op::PARAM:
     case Op::CONST:
     case Op::DEFINE_VAR:
+    case Op::IOTA:
       return {};
     case Op::RESHAPE:
     case Op::EXPAND:
@@ -100,6 +101,10 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
     return s;
   }
   if (u->op == Op::CONST || u->op == Op::DEFINE_VAR) return {};
+  if (u->op == Op::IOTA) {
+    need(u->nsrc() == 1 && u->src(0)->vmin().i >= 0, "iota: expected a non-negative length");
+    return {u->src(0)};
+  }
   need(!src_shapes.empty(), name + ": expected a tensor source");
   const Shape& in = *src_shapes[0];
   size_t n = in.size();

@@ -63,23 +63,11 @@ Tensor Tensor::full(Context& ctx, const std::vector<Dim>& dims, double value, DT
   return constant(ctx, value, dtype).broadcast_to(dims_of(ctx, dims));
 }
 
-// 0..n-1 through the pooling trick of tinygrad's cumsum: row i of the (n, 2n) view of n
-// tiled copies of [0]*(n-1) + [1]*n holds a window whose sum is i + 1.
-static Tensor iota_const(Context& ctx, int64_t n, DType dtype) {
-  if (n <= 0) return Tensor::full(ctx, {int64_t(0)}, 0, dtype);
-  Tensor ones = Tensor::full(ctx, {n}, 1, dtype);
-  int64_t len = 2 * n - 1;
-  Tensor x = ones.pad({{n - 1, 0}}).reshape({1, len}).expand({n, len}).reshape({n * len});
-  Tensor win = x.pad({{0, n}}).reshape({n, 2 * n}).shrink({{0, n}, {0, n}});
-  return win.sum({1}) - 1;
-}
-
+// 0..n-1 as one IOTA node: kernels read it as their loop index, with no arithmetic and no memory.
 Tensor Tensor::iota(Context& ctx, Dim n, DType dtype) {
   const UOp* d = n.get(ctx);
-  if (d->op == Op::CONST) return iota_const(ctx, d->ival(), dtype);
-  // a symbolic length: the iota of its upper bound, shrunk (the reshape check cannot prove
-  // symbolic polynomial identities, so the pooling trick needs a constant length)
-  return iota_const(ctx, d->vmax().i, dtype).shrink({{int64_t(0), d}});
+  if (d->vmin().i < 0) throw ShapeError("iota: expected a non-negative length, got " + dim_str(d));
+  return Tensor(&ctx, ctx.make(Op::IOTA, dtype, {d}));
 }
 
 Tensor Tensor::arange(Context& ctx, int64_t start, int64_t stop, int64_t step, DType dtype) {

@@ -265,6 +265,8 @@ class Scheduler {
       case Op::CONST:
       case Op::DEFINE_VAR:
         return u;
+      case Op::IOTA:  // the value at position i is i
+        return u->dtype == dtypes::weakint ? at.idx[0] : ctx_.make(Op::CAST, u->dtype, {at.idx[0]});
       case Op::PARAM:
         throw std::logic_error("scheduler: input " + print(u) + " has no buffer");
       case Op::RESHAPE:

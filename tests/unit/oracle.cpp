@@ -118,6 +118,12 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
     }
     case Op::CONST:
       return {{}, u->dtype, {u->cval()}};
+    case Op::IOTA: {
+      auto n = eval_shape(u->src(), b);
+      Array a{n, u->dtype, {}};
+      for (int64_t i = 0; i < n[0]; ++i) a.values.push_back(from_double(u->dtype, double(i)));
+      return a;
+    }
     case Op::DEFINE_VAR:
       return {{}, u->dtype, {ConstValue::of_int(eval_dim(u, b))}};
     case Op::RESHAPE: {

@@ -1,0 +1,671 @@
+#include "tests/unit/kernel_interp.h"
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <unordered_map>
+
+#include "generator/ir/text.h"
+#include "tests/unit/exact_eval.h"
+
+namespace kiln::interp {
+
+namespace {
+
+// ---------------------------------------------------------------- typed bytes
+
+template <class T> void put(std::byte* p, T x) { std::memcpy(p, &x, sizeof(T)); }
+template <class T> T take(const std::byte* p) {
+  T x;
+  std::memcpy(&x, p, sizeof(T));
+  return x;
+}
+
+uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// x is already a binary16 value (truncate_to rounded it), so the encoding is exact.
+uint16_t half_bits(double x) {
+  float f = static_cast<float>(x);
+  uint16_t sign = uint16_t((float_bits(f) >> 16) & 0x8000u);
+  if (std::isnan(f)) return sign | 0x7e00u;
+  float a = std::fabs(f);
+  if (a >= 65520.0f) return sign | 0x7c00u;
+  if (a < 6.103515625e-05f) return sign | uint16_t(std::nearbyint(double(a) * 16777216.0));  // subnormal: 2^-24 steps
+  uint32_t b = float_bits(a);
+  uint32_t exp = ((b >> 23) & 0xffu) - 127u + 15u, mant = (b >> 13) & 0x3ffu;
+  return uint16_t(sign | (exp << 10) | mant);
+}
+
+double half_value(uint16_t h) {
+  double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0x1f) return mant ? NAN : sign * INFINITY;
+  if (exp == 0) return sign * std::ldexp(double(mant), -24);
+  return sign * std::ldexp(double(mant | 0x400), exp - 25);
+}
+
+// x is already a bfloat16 value: its float32 pattern has a zero low half.
+uint16_t bf16_bits(double x) {
+  float f = static_cast<float>(x);
+  if (std::isnan(f)) return uint16_t(((float_bits(f) >> 16) & 0x8000u) | 0x7fc0u);
+  return uint16_t(float_bits(f) >> 16);
+}
+
+double bf16_value(uint16_t b) { return double(std::bit_cast<float>(uint32_t(b) << 16)); }
+
+bool is_storable(DType d) { return d.count == 1 && !d.ptr && !is_weak(d) && d.scalar != Scalar::Void; }
+
+void encode(DType d, const ConstValue& v, std::byte* p) {
+  switch (d.scalar) {
+    case Scalar::Bool:
+      return put<uint8_t>(p, v.i != 0);
+    case Scalar::Int8:
+      return put(p, int8_t(v.i));
+    case Scalar::Uint8:
+      return put(p, uint8_t(v.i));
+    case Scalar::Int16:
+      return put(p, int16_t(v.i));
+    case Scalar::Uint16:
+      return put(p, uint16_t(v.i));
+    case Scalar::Int32:
+      return put(p, int32_t(v.i));
+    case Scalar::Uint32:
+      return put(p, uint32_t(v.i));
+    case Scalar::Int64:
+    case Scalar::Uint64:
+      return put(p, v.i);
+    case Scalar::Float16:
+      return put(p, half_bits(v.f));
+    case Scalar::BFloat16:
+      return put(p, bf16_bits(v.f));
+    case Scalar::Float32:
+      return put(p, static_cast<float>(v.f));
+    case Scalar::Float64:
+      return put(p, v.f);
+    case Scalar::Void:
+    case Scalar::WeakInt:
+    case Scalar::WeakFloat:
+      break;
+  }
+  throw InterpError("no memory layout for " + to_string(d));
+}
+
+// A bool byte other than 0/1 was never written: invalid.
+ConstValue decode(DType d, const std::byte* p) {
+  switch (d.scalar) {
+    case Scalar::Bool: {
+      uint8_t b = take<uint8_t>(p);
+      return b > 1 ? ConstValue::invalid() : ConstValue::of_bool(b);
+    }
+    case Scalar::Int8:
+      return ConstValue::of_int(take<int8_t>(p));
+    case Scalar::Uint8:
+      return ConstValue::of_int(take<uint8_t>(p));
+    case Scalar::Int16:
+      return ConstValue::of_int(take<int16_t>(p));
+    case Scalar::Uint16:
+      return ConstValue::of_int(take<uint16_t>(p));
+    case Scalar::Int32:
+      return ConstValue::of_int(take<int32_t>(p));
+    case Scalar::Uint32:
+      return ConstValue::of_int(take<uint32_t>(p));
+    case Scalar::Int64:
+    case Scalar::Uint64:
+      return ConstValue::of_int(take<int64_t>(p));
+    case Scalar::Float16:
+      return ConstValue::of_float(half_value(take<uint16_t>(p)));
+    case Scalar::BFloat16:
+      return ConstValue::of_float(bf16_value(take<uint16_t>(p)));
+    case Scalar::Float32:
+      return ConstValue::of_float(take<float>(p));
+    case Scalar::Float64:
+      return ConstValue::of_float(take<double>(p));
+    case Scalar::Void:
+    case Scalar::WeakInt:
+    case Scalar::WeakFloat:
+      break;
+  }
+  throw InterpError("no memory layout for " + to_string(d));
+}
+
+double to_double(DType d, const ConstValue& v) {
+  if (v.is_invalid()) return NAN;
+  if (d.scalar == Scalar::Uint64) return double(uint64_t(v.i));
+  return v.as_double();
+}
+
+ConstValue zero_of(DType d) {
+  if (is_float(d)) return ConstValue::of_float(0.0);
+  if (is_bool(d)) return ConstValue::of_bool(false);
+  return ConstValue::of_int(0);
+}
+
+bool truthy(const ConstValue& v) { return v.is_float() ? v.f != 0.0 : v.i != 0; }
+
+std::string show(const UOp* u) {
+  std::string s = print(u);
+  return s.size() > 160 ? s.substr(0, 160) + "..." : s;
+}
+
+// ---------------------------------------------------------------- one kernel
+
+// Evaluates a kernel's values on demand. A node's value is cached with the versions of what it
+// depends on (the RANGEs in its slice that no REDUCE inside it binds, and the buffers it loads
+// from); a range's version changes with its loop variable, a buffer's with every store to it. So a
+// shared node is computed once per iteration point, and a row statistic once per row.
+class KernelRun {
+ public:
+  KernelRun(const UOp* sink, std::string name, std::span<Buf* const> params, const Vars& vars)
+      : sink_(sink), params_(params), vars_(vars), name_(std::move(name)) {
+    index_.assign(sink->ctx().size(), -1);
+    for (const UOp* u : toposort(sink)) add_node(u);
+    version_.assign(nkeys_, 0);
+    range_value_.assign(nkeys_, 0);
+    bound_.assign(nkeys_, false);
+    for (const UOp* u : toposort(sink))
+      if (u->op == Op::PARAM) check_param(u);
+  }
+
+  void run() { exec(sink_); }
+
+ private:
+  struct Node {
+    std::vector<uint32_t> deps;  // keys, sorted
+    std::vector<uint64_t> stamp;
+    ConstValue value;
+    bool cached = false;
+  };
+  struct Access {
+    Buf* buf = nullptr;
+    uint32_t key = 0;
+    int64_t index = 0;
+    bool valid = false;
+  };
+
+  [[noreturn]] void fail(const UOp* u, const std::string& what) const {
+    std::string at;
+    for (const auto& [r, key] : range_key_)
+      if (bound_[key])
+        at += " axis" + std::to_string(r->arg<RangeArg>().axis) + "=" + std::to_string(range_value_[key]);
+    throw InterpError("kernel " + name_ + ": " + std::string(op_name(u->op)) + ": " + what +
+                      (at.empty() ? "" : " (at" + at + ")") + " in " + show(u));
+  }
+
+  void add_node(const UOp* u) {
+    Node n;
+    for (const UOp* s : u->src()) {
+      const auto& d = nodes_[size_t(index_[s->id])].deps;
+      std::vector<uint32_t> merged;
+      std::set_union(n.deps.begin(), n.deps.end(), d.begin(), d.end(), std::back_inserter(merged));
+      n.deps = std::move(merged);
+    }
+    auto add_key = [&](uint32_t k) {
+      auto it = std::lower_bound(n.deps.begin(), n.deps.end(), k);
+      if (it == n.deps.end() || *it != k) n.deps.insert(it, k);
+    };
+    if (u->op == Op::RANGE) add_key(range_key_[u] = nkeys_++);
+    if (u->op == Op::PARAM) {
+      int32_t slot = u->arg<ParamArg>().slot;
+      if (!slot_key_.contains(slot)) slot_key_[slot] = nkeys_++;
+    }
+    if (u->op == Op::INDEX && u->nsrc() >= 1 && u->src(0)->op == Op::PARAM)
+      add_key(slot_key_.at(u->src(0)->arg<ParamArg>().slot));
+    if (u->op == Op::REDUCE)
+      for (const UOp* r : u->src().subspan(1)) {
+        auto it = range_key_.find(r);
+        if (it != range_key_.end()) std::erase(n.deps, it->second);
+      }
+    n.stamp.resize(n.deps.size());
+    index_[u->id] = int32_t(nodes_.size());
+    nodes_.push_back(std::move(n));
+  }
+
+  Buf* param_buf(const UOp* p) const {
+    int32_t slot = p->arg<ParamArg>().slot;
+    if (slot < 0 || size_t(slot) >= params_.size() || !params_[size_t(slot)])
+      fail(p, "no buffer for slot " + std::to_string(slot));
+    return params_[size_t(slot)];
+  }
+
+  void check_param(const UOp* p) {
+    Buf* b = param_buf(p);
+    if (!p->dtype.ptr || p->dtype.elem() != b->dtype())
+      fail(p, "dtype " + to_string(p->dtype) + " but the buffer holds " + to_string(b->dtype()));
+    int64_t count = p->arg<ParamArg>().size;
+    if (p->nsrc() > 0) count = int_of(eval(p->src(0)), p);
+    if (count >= 0 && count != b->numel())
+      fail(p, "element count " + std::to_string(count) + " but the buffer has " + std::to_string(b->numel()));
+  }
+
+  int64_t int_of(const ConstValue& v, const UOp* u) const {
+    if (!v.is_int() && !v.is_bool()) fail(u, "expected an integer");
+    return v.i;
+  }
+
+  // ---- statements
+
+  void exec(const UOp* u) {
+    if (u->op == Op::SINK || u->op == Op::GROUP) {
+      for (const UOp* s : u->src()) exec(s);
+    } else if (u->op == Op::END) {
+      loop(u, u->src().subspan(1), 0, [&] { exec(u->src(0)); });
+    } else if (u->op == Op::STORE) {
+      store(u);
+    } else if (u->op != Op::NOOP) {
+      fail(u, "not supported as a statement");
+    }
+  }
+
+  template <class F> void loop(const UOp* owner, std::span<const UOp* const> ranges, size_t k, const F& body) {
+    if (k == ranges.size()) return body();
+    const UOp* r = ranges[k];
+    if (r->op != Op::RANGE) fail(owner, "expected a RANGE, got " + std::string(op_name(r->op)));
+    uint32_t key = range_key_.at(r);
+    if (bound_[key]) fail(r, "the range is already bound by an enclosing loop");
+    int64_t end = int_of(eval(r->src(0)), r);
+    bound_[key] = true;
+    for (int64_t i = 0; i < end; ++i) {
+      range_value_[key] = i;
+      version_[key] = ++clock_;
+      loop(owner, ranges, k + 1, body);
+    }
+    bound_[key] = false;
+    version_[key] = ++clock_;  // values cached inside the loop must not outlive it
+  }
+
+  Access access(const UOp* idx) {
+    if (idx->op != Op::INDEX || idx->nsrc() < 2) fail(idx, "expected INDEX(PARAM, idx)");
+    const UOp* p = idx->src(0);
+    if (p->op != Op::PARAM) fail(idx, "indexes a " + std::string(op_name(p->op)) + ", not a PARAM");
+    Access a{param_buf(p), slot_key_.at(p->arg<ParamArg>().slot), 0, false};
+    if (idx->nsrc() > 2 && !truthy(eval(idx->src(2)))) return a;
+    ConstValue i = eval(idx->src(1));
+    if (i.is_invalid()) return a;
+    a.index = int_of(i, idx);
+    if (a.index < 0 || a.index >= a.buf->numel())
+      fail(idx, "index " + std::to_string(a.index) + " out of bounds of param " +
+                    std::to_string(p->arg<ParamArg>().slot) + " '" + std::string(p->arg<ParamArg>().name) + "' with " +
+                    std::to_string(a.buf->numel()) + " elements");
+    a.valid = true;
+    return a;
+  }
+
+  void store(const UOp* st) {
+    if (st->nsrc() < 2) fail(st, "expected STORE(INDEX, value)");
+    if (st->nsrc() > 2 && !truthy(eval(st->src(2)))) return;
+    Access a = access(st->src(0));
+    if (!a.valid) return;
+    DType vd = st->src(1)->dtype, bd = a.buf->dtype();
+    if (vd != bd && !(is_weak(vd) && weak_of(bd) == vd))
+      fail(st, "stores a " + to_string(vd) + " into a " + to_string(bd) + " buffer");
+    ConstValue v = eval(st->src(1));
+    if (v.is_invalid()) fail(st, "stores Invalid");
+    a.buf->set(a.index, v);
+    version_[a.key] = ++clock_;
+  }
+
+  // ---- values
+
+  ConstValue eval(const UOp* u) {
+    int32_t i = index_[u->id];
+    Node& n = nodes_[size_t(i)];
+    bool fresh = n.cached;
+    for (size_t k = 0; fresh && k < n.deps.size(); ++k) fresh = n.stamp[k] == version_[n.deps[k]];
+    if (fresh) return n.value;
+    ConstValue v = compute(u);
+    for (size_t k = 0; k < n.deps.size(); ++k) n.stamp[k] = version_[n.deps[k]];
+    n.value = v;
+    n.cached = true;
+    return v;
+  }
+
+  ConstValue alu(const UOp* u, Op op, std::span<const ConstValue> args) {
+    auto r = exec_alu(op, u->dtype, args);
+    if (!r) {
+      std::string ops;
+      for (const ConstValue& a : args)
+        ops += (ops.empty() ? "" : ", ") + (a.is_float() ? std::to_string(a.f) : std::to_string(a.i));
+      fail(u, "undefined result for (" + ops + ")");
+    }
+    return *r;
+  }
+
+  ConstValue load(const UOp* idx) {
+    Access a = access(idx);
+    if (!a.valid) return zero_of(a.buf->dtype());
+    ConstValue v = a.buf->get(a.index);
+    if (v.is_invalid()) fail(idx, "reads a bool that was never written at " + std::to_string(a.index));
+    return v;
+  }
+
+  ConstValue reduce(const UOp* u) {
+    const ReduceArg& ra = u->arg<ReduceArg>();
+    if (ra.horizontal != 0 || (ra.op != Op::ADD && ra.op != Op::MUL && ra.op != Op::MAX))
+      fail(u, "only ADD, MUL and MAX reduces over ranges are supported");
+    if (u->nsrc() == 1) return truncate_to(u->dtype, eval(u->src(0)));
+    DType d = u->dtype;
+    ConstValue acc = ra.op == Op::ADD   ? truncate_to(d, ConstValue::of_int(0))
+                     : ra.op == Op::MUL ? truncate_to(d, ConstValue::of_int(1))
+                     : is_float(d)      ? ConstValue::of_float(-INFINITY)
+                     : is_bool(d)       ? ConstValue::of_bool(false)
+                                        : ConstValue::of_int(int_min(d));
+    loop(u, u->src().subspan(1), 0, [&] {
+      ConstValue args[2] = {acc, eval(u->src(0))};
+      acc = alu(u, ra.op, args);
+    });
+    return acc;
+  }
+
+  ConstValue bitcast(const UOp* u) {
+    DType from = u->src(0)->dtype, to = u->dtype;
+    if (!is_storable(from) || !is_storable(to) || itemsize(from) != itemsize(to))
+      fail(u, "bitcast from " + to_string(from) + " to " + to_string(to) + " not supported");
+    std::byte bytes[8];
+    encode(from, truncate_to(from, eval(u->src(0))), bytes);
+    ConstValue v = decode(to, bytes);
+    if (v.is_invalid()) fail(u, "the bits are not a bool");
+    return v;
+  }
+
+  ConstValue cast(const UOp* u) {
+    ConstValue v = eval(u->src(0));
+    if (u->src(0)->dtype.scalar == Scalar::Uint64 && is_float(u->dtype) && v.is_int())
+      v = ConstValue::of_float(double(uint64_t(v.i)));
+    return alu(u, Op::CAST, std::span(&v, 1));
+  }
+
+  ConstValue var(const UOp* u) {
+    const VarArg& va = u->arg<VarArg>();
+    auto it = vars_.find(std::string(va.name));
+    if (it == vars_.end()) fail(u, "no value for " + std::string(va.name));
+    if (is_float(u->dtype)) return ConstValue::of_float(double(it->second));
+    if (it->second < va.min || it->second > va.max || (va.multiple_of > 1 && it->second % va.multiple_of != 0))
+      fail(u, std::string(va.name) + " = " + std::to_string(it->second) + " is outside its bounds");
+    return truncate_to(u->dtype, ConstValue::of_int(it->second));
+  }
+
+  ConstValue compute(const UOp* u) {
+    switch (u->op) {
+      case Op::CONST:
+        return u->cval();
+      case Op::DEFINE_VAR:
+        return var(u);
+      case Op::RANGE: {
+        uint32_t key = range_key_.at(u);
+        if (!bound_[key]) fail(u, "used outside the loop that binds it");
+        return ConstValue::of_int(range_value_[key]);
+      }
+      case Op::INDEX:
+        return load(u);
+      case Op::LOAD:
+        if (u->nsrc() != 1) fail(u, "only LOAD(INDEX) is supported");
+        return load(u->src(0));
+      case Op::REDUCE:
+        return reduce(u);
+      case Op::WHERE: {
+        ConstValue c = eval(u->src(0));
+        if (c.is_invalid()) fail(u, "the condition is Invalid");
+        return truncate_to(u->dtype, eval(u->src(truthy(c) ? 1 : 2)));
+      }
+      case Op::CAST:
+        return cast(u);
+      case Op::BITCAST:
+        return bitcast(u);
+      case Op::EXP2:
+      case Op::LOG2:
+      case Op::SIN:
+      case Op::SQRT:
+      case Op::RECIPROCAL:
+      case Op::NEG:
+      case Op::TRUNC:
+      case Op::ADD:
+      case Op::MUL:
+      case Op::SHL:
+      case Op::SHR:
+      case Op::CDIV:
+      case Op::MAX:
+      case Op::CMOD:
+      case Op::CMPLT:
+      case Op::CMPNE:
+      case Op::CMPEQ:
+      case Op::XOR:
+      case Op::OR:
+      case Op::AND:
+      case Op::SUB:
+      case Op::FDIV:
+      case Op::POW:
+      case Op::FLOORDIV:
+      case Op::FLOORMOD:
+      case Op::MULACC: {
+        ConstValue args[3];
+        if (u->nsrc() > 3) fail(u, "too many sources");
+        for (size_t k = 0; k < u->nsrc(); ++k) args[k] = eval(u->src(k));
+        return alu(u, u->op, std::span(args, u->nsrc()));
+      }
+      case Op::THREEFRY:
+      case Op::SPECIAL:
+      case Op::BUFFER:
+      case Op::NOOP:
+      case Op::REWRITE_ERROR:
+      case Op::PARAM:
+      case Op::FUNCTION:
+      case Op::CALL:
+      case Op::PROGRAM:
+      case Op::LINEAR:
+      case Op::SOURCE:
+      case Op::BINARY:
+      case Op::SINK:
+      case Op::AFTER:
+      case Op::GROUP:
+      case Op::STACK:
+      case Op::TUPLE:
+      case Op::GETTUPLE:
+      case Op::GETADDR:
+      case Op::SHRINK:
+      case Op::STORE:
+      case Op::WMMA:
+      case Op::BARRIER:
+      case Op::IF:
+      case Op::END:
+      case Op::ENDIF:
+      case Op::WAIT:
+      case Op::CUSTOM:
+      case Op::CUSTOMI:
+      case Op::INS:
+      case Op::CONTIGUOUS:
+      case Op::CONTIGUOUS_BACKWARD:
+      case Op::DETACH:
+      case Op::STAGE:
+      case Op::COPY:
+      case Op::MSELECT:
+      case Op::MSTACK:
+      case Op::CUSTOM_FUNCTION:
+      case Op::RESHAPE:
+      case Op::PERMUTE:
+      case Op::EXPAND:
+      case Op::PAD:
+      case Op::FLIP:
+      case Op::IOTA:
+      case Op::UNSHARD:
+      case Op::ALLREDUCE:
+        break;
+    }
+    fail(u, "not supported");
+  }
+
+  const UOp* sink_;
+  std::span<Buf* const> params_;
+  const Vars& vars_;
+  std::string name_;
+  std::vector<int32_t> index_;  // node id -> nodes_ index (-1: not in this kernel)
+  std::vector<Node> nodes_;
+  std::map<const UOp*, uint32_t, bool (*)(const UOp*, const UOp*)> range_key_{
+      [](const UOp* a, const UOp* b) { return a->id < b->id; }};
+  std::map<int32_t, uint32_t> slot_key_;
+  uint32_t nkeys_ = 0;
+  std::vector<uint64_t> version_;  // by key: ranges and buffers
+  std::vector<int64_t> range_value_;
+  std::vector<bool> bound_;
+  uint64_t clock_ = 0;
+};
+
+// ---------------------------------------------------------------- whole schedules
+
+int64_t eval_dim(const UOp* d, const Vars& vars) {
+  exact::Env env;
+  for (const UOp* l : exact::leaves(d)) {
+    if (l->op != Op::DEFINE_VAR) throw InterpError("a dim has a non-variable leaf: " + show(l));
+    auto it = vars.find(std::string(l->arg<VarArg>().name));
+    if (it == vars.end()) throw InterpError("no value for " + std::string(l->arg<VarArg>().name));
+    env[l] = ConstValue::of_int(it->second);
+  }
+  exact::Value v = exact::evaluate(d, env);
+  if (v.size() != 1 || !v[0] || !v[0]->is_int()) throw InterpError("a dim is undefined: " + show(d));
+  return v[0]->i;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Buf
+
+Buf::Buf(DType dtype, int64_t numel) : dtype_(dtype), numel_(numel) {
+  if (!is_storable(dtype) || numel < 0)
+    throw InterpError("cannot allocate " + std::to_string(numel) + " " + to_string(dtype));
+  own_.assign(bytes(), std::byte{0});
+  data_ = own_.data();
+}
+
+Buf::Buf(DType dtype, int64_t numel, std::byte* data) : dtype_(dtype), numel_(numel), data_(data) {
+  if (!is_storable(dtype) || numel < 0)
+    throw InterpError("cannot place " + std::to_string(numel) + " " + to_string(dtype));
+}
+
+ConstValue Buf::get(int64_t i) const { return decode(dtype_, data_ + size_t(i) * size_t(itemsize(dtype_))); }
+
+void Buf::set(int64_t i, const ConstValue& v) {
+  encode(dtype_, truncate_to(dtype_, v), data_ + size_t(i) * size_t(itemsize(dtype_)));
+}
+
+void Buf::fill(std::span<const double> values) {
+  if (int64_t(values.size()) != numel_)
+    throw InterpError("fill: " + std::to_string(values.size()) + " values for " + std::to_string(numel_) + " elements");
+  for (size_t i = 0; i < values.size(); ++i) {
+    double x = values[i];
+    ConstValue v = is_float(dtype_)  ? ConstValue::of_float(x)
+                   : is_bool(dtype_) ? ConstValue::of_bool(x != 0)
+                                     : ConstValue::of_int(int64_t(std::llround(x)));
+    set(int64_t(i), v);
+  }
+}
+
+void Buf::poison() { std::memset(data_, is_float(dtype_) ? 0xFF : 0xA5, bytes()); }
+
+std::vector<double> Buf::doubles() const {
+  std::vector<double> r;
+  r.reserve(size_t(numel_));
+  for (int64_t i = 0; i < numel_; ++i) r.push_back(to_double(dtype_, get(i)));
+  return r;
+}
+
+std::vector<ConstValue> Buf::values() const {
+  std::vector<ConstValue> r;
+  r.reserve(size_t(numel_));
+  for (int64_t i = 0; i < numel_; ++i) r.push_back(get(i));
+  return r;
+}
+
+// ---------------------------------------------------------------- entry points
+
+void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars) {
+  if (sink->op != Op::SINK) throw InterpError("run_kernel: expected a SINK, got " + std::string(op_name(sink->op)));
+  KernelRun(sink, sink->has_arg<Name>() ? std::string(sink->arg<Name>().s) : "kernel", params_by_slot, vars).run();
+}
+
+std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
+                                 const std::vector<std::vector<double>>& inputs, const RunOptions& opts) {
+  using Kind = schedule::Buffer::Kind;
+  size_t nb = s.buffers.size();
+  std::vector<std::vector<int64_t>> shapes(nb);
+  std::vector<int64_t> numels(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    const schedule::Buffer& buf = s.buffers[b];
+    int64_t prod = 1;
+    for (const UOp* d : buf.shape) prod *= shapes[b].emplace_back(eval_dim(d, vars));
+    numels[b] = eval_dim(buf.numel, vars);
+    if (prod != numels[b])
+      throw InterpError("buffer " + buf.name + ": numel " + std::to_string(numels[b]) + " but its shape has " +
+                        std::to_string(prod) + " elements");
+  }
+
+  // The lifetime of an intermediate is the kernels that use it, as the kernels say.
+  std::vector<int32_t> first(nb, INT32_MAX), last(nb, -1);
+  for (size_t k = 0; k < s.kernels.size(); ++k)
+    for (int32_t b : s.kernels[k].buffers) {
+      if (b < 0 || size_t(b) >= nb)
+        throw InterpError("kernel " + s.kernels[k].name + ": no buffer " + std::to_string(b));
+      first[size_t(b)] = std::min(first[size_t(b)], int32_t(k));
+      last[size_t(b)] = std::max(last[size_t(b)], int32_t(k));
+    }
+
+  int64_t ws = s.workspace_bytes ? eval_dim(s.workspace_bytes, vars) : 0;
+  if (ws < 0) throw InterpError("negative workspace size " + std::to_string(ws));
+  std::vector<std::byte> arena(size_t(ws), std::byte{0xFF});
+  std::vector<int64_t> offsets(nb, -1);
+  std::vector<Buf> bufs;
+  bufs.reserve(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    const schedule::Buffer& buf = s.buffers[b];
+    if (buf.kind != Kind::Intermediate) {
+      bufs.emplace_back(buf.dtype, numels[b]);
+      if (buf.kind == Kind::Output) bufs.back().poison();
+      if (buf.kind != Kind::Input) continue;
+      if (buf.position < 0 || size_t(buf.position) >= inputs.size())
+        throw InterpError("no values for input " + buf.name + " (position " + std::to_string(buf.position) + ")");
+      bufs.back().fill(inputs[size_t(buf.position)]);
+      continue;
+    }
+    if (!buf.offset) throw InterpError("intermediate " + buf.name + " has no workspace offset");
+    int64_t off = offsets[b] = eval_dim(buf.offset, vars);
+    int64_t bytes = numels[b] * itemsize(buf.dtype);
+    if (off < 0 || off % 64 != 0 || off + bytes > ws)
+      throw InterpError("intermediate " + buf.name + ": bytes [" + std::to_string(off) + ", " +
+                        std::to_string(off + bytes) + ") do not fit a 64-byte aligned slot of the " +
+                        std::to_string(ws) + "-byte workspace");
+    bufs.emplace_back(buf.dtype, numels[b], arena.data() + off);
+    bufs.back().poison();
+  }
+
+  if (opts.check_workspace_overlap)
+    for (size_t a = 0; a < nb; ++a)
+      for (size_t b = a + 1; b < nb; ++b) {
+        if (offsets[a] < 0 || offsets[b] < 0 || last[a] < 0 || last[b] < 0) continue;
+        bool live_together = first[a] <= last[b] && first[b] <= last[a];
+        bool share_bytes =
+            offsets[a] < offsets[b] + int64_t(bufs[b].bytes()) && offsets[b] < offsets[a] + int64_t(bufs[a].bytes());
+        if (live_together && share_bytes)
+          throw InterpError("intermediates " + s.buffers[a].name + " and " + s.buffers[b].name +
+                            " share workspace bytes while both are live");
+      }
+
+  for (const schedule::Kernel& k : s.kernels) {
+    std::vector<Buf*> params;
+    for (int32_t b : k.buffers) params.push_back(&bufs[size_t(b)]);
+    if (k.ast->op != Op::SINK) throw InterpError("kernel " + k.name + ": expected a SINK");
+    KernelRun(k.ast, k.ast->has_arg<Name>() ? std::string(k.ast->arg<Name>().s) : k.name, params, vars).run();
+  }
+
+  std::vector<Output> outs;
+  for (size_t b = 0; b < nb; ++b) {
+    const schedule::Buffer& buf = s.buffers[b];
+    if (buf.kind != Kind::Output) continue;
+    if (buf.position < 0) throw InterpError("output " + buf.name + " has no position");
+    if (outs.size() <= size_t(buf.position)) outs.resize(size_t(buf.position) + 1);
+    outs[size_t(buf.position)] = {buf.name, buf.dtype, shapes[b], bufs[b].doubles(), bufs[b].values()};
+  }
+  return outs;
+}
+
+}  // namespace kiln::interp

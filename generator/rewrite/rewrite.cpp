@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <unordered_set>
 
 namespace kiln {
@@ -120,6 +121,16 @@ class Rewriter {
       : pm_(pm), ctx_(ctx), opts_(opts) {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(graph_size) + 100000;
   }
+  ~Rewriter() {
+    for (uint32_t id : scratch_->touched) {
+      replace_[id] = bpm_cache_[id] = nullptr;
+      stack_mark_[id] = bpm_done_[id] = 0;
+    }
+    scratch_->touched.clear();
+    scratch_pool().push_back(std::move(scratch_));
+  }
+  Rewriter(const Rewriter&) = delete;
+  Rewriter& operator=(const Rewriter&) = delete;
 
   const UOp* run(const UOp* root) {
     std::vector<Entry> stack{{root, 0, root}};
@@ -179,7 +190,10 @@ class Rewriter {
   }
 
  private:
+  // Called before every write of the tables below: records the id, so the tables go back to the
+  // pool clean at the cost of what this rewrite touched.
   void grow(uint32_t id) {
+    scratch_->touched.push_back(id);
     if (id >= replace_.size()) {
       size_t n = std::max<size_t>(id + 1, replace_.size() * 2);
       replace_.resize(n, nullptr);
@@ -247,8 +261,30 @@ class Rewriter {
   void* ctx_;
   RewriteOptions opts_;
   uint64_t cap_ = 0, count_ = 0;
-  std::vector<const UOp*> replace_, bpm_cache_, srcs_;
-  std::vector<uint8_t> stack_mark_, bpm_done_;
+  // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
+  // another set), so a small rewrite in a large Context does not pay for the Context's size.
+  struct Scratch {
+    std::vector<const UOp*> replace, bpm_cache;
+    std::vector<uint8_t> stack_mark, bpm_done;
+    std::vector<uint32_t> touched;
+  };
+  static std::vector<std::unique_ptr<Scratch>>& scratch_pool() {
+    thread_local std::vector<std::unique_ptr<Scratch>> pool;
+    return pool;
+  }
+  static std::unique_ptr<Scratch> take_scratch() {
+    auto& pool = scratch_pool();
+    if (pool.empty()) return std::make_unique<Scratch>();
+    std::unique_ptr<Scratch> s = std::move(pool.back());
+    pool.pop_back();
+    return s;
+  }
+  std::unique_ptr<Scratch> scratch_ = take_scratch();
+  std::vector<const UOp*>& replace_ = scratch_->replace;
+  std::vector<const UOp*>& bpm_cache_ = scratch_->bpm_cache;
+  std::vector<uint8_t>& stack_mark_ = scratch_->stack_mark;
+  std::vector<uint8_t>& bpm_done_ = scratch_->bpm_done;
+  std::vector<const UOp*> srcs_;
   std::unordered_map<const UOp*, std::vector<Entry>> waitlist_;
   std::array<const Rule*, 8> recent_{};
   size_t nrecent_ = 0;

@@ -227,7 +227,7 @@ class Scheduler {
     std::vector<const UOp*> st = strides_of(ctx_, shape);
     const UOp* lin = ctx_.cint(0);
     for (size_t i = 0; i < shape.size(); ++i) lin = Expr(lin) + Expr(at.idx[i]) * Expr(st[i]);
-    lin = simplify(lin);
+    lin = simp(lin);
     if (at.valid->op == Op::CONST && at.valid->cval().i == 1) return lin;
     return ctx_.make(Op::WHERE, dtypes::weakint, {at.valid, lin, ctx_.invalid()});
   }
@@ -303,25 +303,25 @@ class Scheduler {
         break;
       }
       case Op::SHRINK:
-        for (size_t i = 0; i < in.size(); ++i) src.idx[i] = simplify(Expr(at.idx[i]) + Expr(u->src(1)->src(i)));
+        for (size_t i = 0; i < in.size(); ++i) src.idx[i] = simp(Expr(at.idx[i]) + Expr(u->src(1)->src(i)));
         break;
       case Op::FLIP: {
         auto flags = const_args(u->src(1));
         for (size_t i = 0; i < in.size(); ++i)
-          src.idx[i] = flags[i] ? simplify(Expr(in[i]) - 1 - Expr(at.idx[i])) : at.idx[i];
+          src.idx[i] = flags[i] ? simp(Expr(in[i]) - 1 - Expr(at.idx[i])) : at.idx[i];
         break;
       }
       case Op::PAD: {
         const UOp* inside = ctx_.cbool(true);
         for (size_t i = 0; i < in.size(); ++i) {
           const UOp* before = u->src(1)->src(i);
-          const UOp* j = simplify(Expr(at.idx[i]) - Expr(before));
+          const UOp* j = simp(Expr(at.idx[i]) - Expr(before));
           src.idx[i] = j;
           if (dim_is(before, 0) && dim_is(u->src(2)->src(i), 0)) continue;
           inside = Expr(inside) & (Expr(j) >= 0) & (Expr(j) < Expr(in[i]));
         }
-        inside = simplify(inside);
-        src.valid = simplify(Expr(at.valid) & Expr(inside));
+        inside = simp(inside);
+        src.valid = simp(Expr(at.valid) & Expr(inside));
         const UOp* v = inline_node(x, src, base, depth + 1);
         if (inside->op == Op::CONST) return inside->cval().i ? v : zero_of(ctx_, u->dtype);
         return ctx_.make(Op::WHERE, u->dtype, {inside, v, zero_of(ctx_, u->dtype)});
@@ -353,14 +353,14 @@ class Scheduler {
     std::vector<const UOp*> ost = strides_of(ctx_, out), ist = strides_of(ctx_, in);
     const UOp* lin = ctx_.cint(0);
     for (size_t i = 0; i < out.size(); ++i) lin = Expr(lin) + Expr(idx[i]) * Expr(ost[i]);
-    lin = simplify(lin);
+    lin = simp(lin);
     for (size_t i = 0; i < in.size(); ++i) {
       if (dim_is(in[i], 1)) {
         r.push_back(ctx_.cint(0));
         continue;
       }
       Expr e = i == 0 ? Expr(lin) / Expr(ist[i]) : (Expr(lin) / Expr(ist[i])) % Expr(in[i]);
-      r.push_back(simplify(e));
+      r.push_back(simp(e));
     }
     return r;
   }
@@ -399,6 +399,13 @@ class Scheduler {
     throw Realize{base != root_ ? base : u};
   }
 
+  // simplify(), memoized: the same index expressions recur across kernels and restarts
+  const UOp* simp(const UOp* u) {
+    auto [it, fresh] = simplified_.try_emplace(u, nullptr);
+    if (fresh) it->second = simplify(u);
+    return it->second;
+  }
+
   // ------------------------------------------------------------ buffers and the arena
   void finish(Schedule& s) {
     plan_workspace(ctx_, s);
@@ -425,6 +432,7 @@ class Scheduler {
   std::unordered_map<const UOp*, size_t> position_;
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, int32_t> buffer_of_;
+  std::unordered_map<const UOp*, const UOp*> simplified_;
   std::unordered_map<const UOp*, std::pair<int32_t, const UOp*>> reduce_use_;
   // per kernel
   Kernel* kernel_ = nullptr;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Demo: build the kiln CLI (release preset) and run `kiln simplify` on examples/simplify.txt.
+# Demo: build the kiln CLI (release preset), run `kiln simplify` on examples/simplify.txt, then
+# `kiln check` on the kernel specs kiln ships (parse, check, schedule: kernels per spec kernel).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/deps.sh
@@ -19,3 +20,6 @@ awk 'NF { printf "%4d  %s\n", NR, $0 }' "$input"
 echo
 echo "== $kiln simplify $input"
 "$kiln" simplify "$input"
+echo
+echo "== $kiln check kernels/*.kiln"
+"$kiln" check kernels/*.kiln

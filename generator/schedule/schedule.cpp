@@ -80,9 +80,8 @@ class Scheduler {
     const UOp* sink = ctx_.make(Op::SINK, dtypes::void_, roots);
     // toposort over tensor edges only: a kernel's inputs come before it
     order_ = tensor_toposort(sink);
-    for (size_t i = 0; i < order_.size(); ++i) position_[order_[i]] = i;
     for (const Tensor& t : outputs_) realized_.insert(t.uop());
-    for (int restarts = 0;; ++restarts) {
+    while (true) {  // each round realizes one more node, so this ends
       try {
         return build();
       } catch (const Realize& r) {
@@ -429,7 +428,6 @@ class Scheduler {
   std::string name_;
   ShapeCache shapes_;
   std::vector<const UOp*> order_;
-  std::unordered_map<const UOp*, size_t> position_;
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, int32_t> buffer_of_;
   std::unordered_map<const UOp*, const UOp*> simplified_;

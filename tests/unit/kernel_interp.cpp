@@ -512,6 +512,8 @@ class KernelRun {
   uint64_t clock_ = 0;
 };
 
+}  // namespace
+
 // ---------------------------------------------------------------- whole schedules
 
 int64_t eval_dim(const UOp* d, const Vars& vars) {
@@ -526,8 +528,6 @@ int64_t eval_dim(const UOp* d, const Vars& vars) {
   if (v.size() != 1 || !v[0] || !v[0]->is_int()) throw InterpError("a dim is undefined: " + show(d));
   return v[0]->i;
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------- Buf
 

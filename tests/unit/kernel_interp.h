@@ -55,6 +55,9 @@ class Buf {
   std::byte* data_ = nullptr;
 };
 
+// A dim (a weakint expression of DEFINE_VARs) evaluated with `vars`. Throws InterpError.
+int64_t eval_dim(const UOp* d, const Vars& vars);
+
 // Runs one kernel AST (the SINK) with params_by_slot[ParamArg::slot] as its buffers. Each PARAM's
 // element count (its source, evaluated with `vars`) and element dtype must match its buffer.
 void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars);

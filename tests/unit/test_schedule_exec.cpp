@@ -15,35 +15,12 @@
 #include "generator/schedule/schedule.h"
 #include "tests/unit/kernel_interp.h"
 #include "tests/unit/oracle.h"
+#include "tests/unit/random_program.h"
 
 using namespace kiln;
+using namespace kiln::testing_programs;
 
 namespace {
-
-double tolerance(DType d) {
-  if (d == dtypes::float16) return 2e-2;
-  if (d == dtypes::bfloat16) return 6e-2;
-  if (d == dtypes::float32) return 2e-4;
-  return 1e-9;
-}
-
-// Random inputs, never zero: floats in +-[0.1, 2], ints in +-[1, 9], bools both ways.
-std::vector<double> random_input(DType d, size_t n, std::mt19937_64& rng) {
-  std::vector<double> v(n);
-  std::uniform_real_distribution<double> mag(0.1, 2.0);
-  std::uniform_int_distribution<int> ints(1, 9), coin(0, 1);
-  for (double& x : v) {
-    if (is_bool(d)) {
-      x = coin(rng);
-    } else if (is_float(d)) {
-      x = mag(rng) * (coin(rng) ? 1 : -1);
-      x = double(truncate_to(d, ConstValue::of_float(x)).f);  // exactly representable in d
-    } else {
-      x = ints(rng) * (is_unsigned(d) || coin(rng) ? 1 : -1);
-    }
-  }
-  return v;
-}
 
 // Schedules `outs`, runs the kernels and compares with the oracle. Returns "" or what differed.
 std::string run_and_compare(const std::vector<Tensor>& ins, const std::vector<Tensor>& outs,
@@ -183,151 +160,7 @@ TEST_F(ExecTest, IntegersAndBools) {
 
 // ---------------------------------------------------------------- random programs
 
-namespace {
-
-class RandomProgram {
- public:
-  explicit RandomProgram(uint64_t seed) : rng_(seed) {}
-
-  // Builds a program into ctx; returns "" if it could not be built (a rejected shape).
-  void build(Context& ctx, std::vector<Tensor>& ins, std::vector<Tensor>& outs, std::map<std::string, int64_t>& vars) {
-    ctx_ = &ctx;
-    int rank = pick(1, 3);
-    for (int i = 0; i < rank; ++i) {
-      if (pick(0, 4) == 0 && vars.empty()) {
-        int64_t hi = pick(2, 6);
-        dims_.push_back(ctx.var("N", 1, hi));
-        int64_t v = std::vector<int64_t>{1, hi, pick(1, int(hi))}[size_t(pick(0, 2))];
-        vars["N"] = v;
-      } else {
-        dims_.push_back(ctx.cint(std::vector<int64_t>{1, 2, 3, 4, 5, 7}[size_t(pick(0, 5))]));
-      }
-    }
-    is_int_ = pick(0, 3) == 0;
-    DType d = is_int_ ? dtypes::int32 : dtypes::float32;
-    int n_in = pick(1, 3);
-    for (int i = 0; i < n_in; ++i) {
-      ins.push_back(Tensor::input(ctx, "in" + std::to_string(i), d, dims_of()));
-      pool_.push_back(ins.back());
-    }
-    int steps = pick(2, 9);
-    for (int i = 0; i < steps; ++i) pool_.push_back(step());
-    outs.push_back(pool_.back());
-    if (pick(0, 2) == 0) outs.push_back(pool_[size_t(pick(int(n_in), int(pool_.size()) - 1))]);
-    if (pick(0, 3) == 0) outs.push_back(pool_.back().sum({pick(0, rank - 1)}));
-  }
-
- private:
-  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-  std::vector<Dim> dims_of() const {
-    std::vector<Dim> r;
-    for (const UOp* d : dims_) r.push_back(d);
-    return r;
-  }
-  Tensor any() { return pool_[size_t(pick(0, int(pool_.size()) - 1))]; }
-  int axis() { return pick(0, int(dims_.size()) - 1); }
-  bool const_dim(int a, int64_t at_least) const {
-    return dims_[size_t(a)]->op == Op::CONST && dims_[size_t(a)]->ival() >= at_least;
-  }
-
-  // One op on the pool, giving a tensor of the program's shape and dtype.
-  Tensor step() {
-    Tensor x = any();
-    switch (pick(0, 11)) {
-      case 0:  // binary elementwise
-      case 1: {
-        Tensor y = any();
-        switch (pick(0, 4)) {
-          case 0:
-            return x + y;
-          case 1:
-            return x - y;
-          case 2:
-            return is_int_ ? x * y.maximum(x.lift(-3)).minimum(x.lift(3)) : x * y;
-          case 3:
-            return x.maximum(y);
-          default:
-            return (x < y).where(x, y * 2);
-        }
-      }
-      case 2: {  // unary, kept bounded
-        if (is_int_) return pick(0, 1) ? x.abs() - 1 : x.idiv(x.lift(pick(2, 4)));
-        switch (pick(0, 6)) {
-          case 0:
-            return x.tanh().exp();
-          case 1:
-            return x.sin() + x.cos();
-          case 2:
-            return x.sigmoid();
-          case 3:
-            return x.relu() - x;
-          case 4:
-            return (x.abs() + 1).log() * x.abs().sqrt();
-          case 5:
-            return x.cast(dtypes::float16).cast(dtypes::float32) * 0.5;
-          default:
-            return (x.abs() + 0.5).reciprocal();
-        }
-      }
-      case 3:  // a reduction broadcast back (the softmax/layernorm pattern)
-      case 4: {
-        int a = axis();
-        Tensor r = is_int_ || pick(0, 1) ? x.max({a}, true) : x.mean({a}, true);
-        if (pick(0, 2) == 0) r = x.sum({a}, true) * (is_int_ ? x.lift(1) : x.lift(0.25));
-        return x - r;
-      }
-      case 5: {  // a reduction of a product: a matmul-like contraction over one axis
-        int a = axis();
-        Tensor y = any();
-        Tensor r = (x * y).sum({a}, true);
-        return is_int_ ? r.maximum(x.lift(-50)).minimum(x.lift(50)) + x : (r * 0.25).tanh() + x;
-      }
-      case 6: {  // flip
-        return x.flip({axis()}) + any();
-      }
-      case 7: {  // pad, transform, shrink back shifted
-        int a = axis();
-        if (!const_dim(a, 1)) return x * 2;
-        std::vector<std::pair<Dim, Dim>> pads(dims_.size(), {Dim(0), Dim(0)}), keep;
-        pads[size_t(a)] = {Dim(1), Dim(2)};
-        Tensor p = is_int_ ? x.pad(pads) + 1 : x.pad(pads).exp();
-        for (size_t i = 0; i < dims_.size(); ++i)
-          keep.push_back(int(i) == a ? std::pair<Dim, Dim>{Dim(pick(0, 3)), Dim(0)}
-                                     : std::pair<Dim, Dim>{Dim(0), dims_[i]});
-        keep[size_t(a)].second = Dim(keep[size_t(a)].first.v + dims_[size_t(a)]->ival());
-        return p.shrink(keep);
-      }
-      case 8: {  // rotate along an axis with shrink + cat
-        int a = axis();
-        if (!const_dim(a, 2)) return x + 1;
-        int64_t n = dims_[size_t(a)]->ival(), k = pick(1, int(n) - 1);
-        return Tensor::cat({x.slice(a, k, n), x.slice(a, 0, k)}, a);
-      }
-      case 9: {  // reshape to one axis and back
-        if (dims_.size() < 2) return x.reshape({Dim(dims_[0])}) * 3;
-        return (x.flatten() * 3).reshape(dims_of());
-      }
-      case 10: {  // a square transpose, or a matmul with a fresh-shaped contraction
-        if (dims_.size() >= 2 && dims_[dims_.size() - 1] == dims_[dims_.size() - 2]) return x.transpose() + x;
-        if (is_int_) return x * 2;
-        Tensor w = x.unsqueeze(-1) * any().unsqueeze(-2);  // (..., n, n)
-        return w.sum({int(dims_.size())}) * 0.1;
-      }
-      default: {  // casts through other dtypes
-        if (is_int_) return x.cast(dtypes::int8).cast(dtypes::int32) + x.cast(dtypes::uint8).cast(dtypes::int32);
-        return x.cast(dtypes::float64).exp2().cast(dtypes::float32).minimum(x.lift(4.0));
-      }
-    }
-  }
-
-  std::mt19937_64 rng_;
-  Context* ctx_ = nullptr;
-  std::vector<const UOp*> dims_;
-  std::vector<Tensor> pool_;
-  bool is_int_ = false;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(ScheduleRandomPrograms, AgreeWithTheOracle) {
   constexpr int kPrograms = 400;

@@ -184,19 +184,19 @@ class Scheduler {
     }
     buffers_ = &buffers;
     const UOp* value = inline_node(root, out, root, 0);
-    std::vector<const UOp*> ends;
+    std::vector<const UOp*> stores;
     for (int32_t b : targets) {
       const Buffer& buf = buffers[size_t(b)];
       const UOp* v = value->dtype == buf.dtype ? value : ctx_.make(Op::CAST, buf.dtype, {value});
       const UOp* at = ctx_.make(Op::INDEX, buf.dtype, {param_for(b, buffers), flat_index(buf.shape, out)});
-      const UOp* store = ctx_.make(Op::STORE, dtypes::void_, {at, v});
-      if (store_ranges_.empty()) {
-        ends.push_back(store);
-        continue;
-      }
-      std::vector<const UOp*> src{store};
+      stores.push_back(ctx_.make(Op::STORE, dtypes::void_, {at, v}));
+    }
+    // one END closes the output loops, over all the stores of the node (a GROUP when several)
+    std::vector<const UOp*> ends = stores;
+    if (!store_ranges_.empty()) {
+      std::vector<const UOp*> src{stores.size() == 1 ? stores[0] : ctx_.make(Op::GROUP, dtypes::void_, stores)};
       src.insert(src.end(), store_ranges_.begin(), store_ranges_.end());
-      ends.push_back(ctx_.make(Op::END, dtypes::void_, src));
+      ends = {ctx_.make(Op::END, dtypes::void_, src)};
     }
     k.ast = ctx_.make(Op::SINK, dtypes::void_, ends, Name{ctx_.intern(k.name)});
     for (int32_t b : k.buffers) {

@@ -1,7 +1,8 @@
 // The scheduler: a tensor program (inputs, outputs) -> an ordered list of kernel ASTs.
 //
 // A kernel AST has the seeds' form, all indices weakint:
-//   SINK(END(STORE(INDEX(PARAM, idx), value), RANGE...) ...)   arg Name{kernel name}
+//   SINK(END(STORE(INDEX(PARAM, idx), value), RANGE...))   arg Name{kernel name}; a node stored to
+//             several outputs has END(GROUP(STORE...), RANGE...)
 //   PARAM     dtype T* (the buffer's element type), arg ParamArg{slot, -1, buffer name},
 //             src (element count, a weakint expression of the dims). Slots: the buffers the
 //             kernel stores first, then the ones it only reads, in order of first use.

@@ -1,0 +1,35 @@
+// The codegen stages, each in its own file; codegen/pipeline.cpp runs them in order.
+#pragma once
+
+#include <vector>
+
+#include "generator/rewrite/rewrite.h"
+
+namespace kiln::codegen {
+
+struct ReduceContext {
+  int32_t acc_num = 0;  // accumulators made so far (their BUFFER slot)
+};
+
+// add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
+const PatternMatcher& pm_add_loads();
+
+// remove reduces (reduce.cpp): REDUCE -> an accumulator register; graph_rewrite ctx: ReduceContext.
+const PatternMatcher& pm_remove_reduces();
+
+// split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last.
+const PatternMatcher& pm_split_ends();
+
+// lower index dtype (index_dtype.cpp): weakint becomes int32 where every index value of the
+// kernel fits, int64 otherwise (one width per kernel, so index math never mixes widths).
+const UOp* lower_index_dtype(const UOp* sink);
+
+// commit weak (weak.cpp): weak constants take the dtype of the op they feed.
+const PatternMatcher& pm_commit_weak();
+
+// linearize (linearize.cpp): the kernel as a list in execution order. A RANGE opens its loop and
+// the END of that range closes it; every other node sits in the innermost loop of the ranges it
+// depends on (so work that does not depend on a loop is hoisted out of it), after its sources.
+std::vector<const UOp*> linearize(const UOp* sink);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,62 @@
+#include "generator/codegen/pipeline.h"
+
+#include "generator/codegen/passes.h"
+#include "generator/ir/verify.h"
+#include "generator/render/c.h"
+#include "generator/symbolic/symbolic.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+class Stages {
+ public:
+  explicit Stages(const PipelineOptions& o) : o_(o) {}
+
+  const UOp* done(const UOp* s, const char* name) {
+    if (o_.verify)
+      if (auto e = verify(s)) throw InternalError(std::string("after stage '") + name + "': " + *e);
+    if (o_.after_stage) o_.after_stage(name, s);
+    return s;
+  }
+  const UOp* rewrite(const UOp* s, const PatternMatcher& pm, const char* name, void* ctx = nullptr) {
+    RewriteOptions ro;
+    ro.name = name;
+    return done(graph_rewrite(s, pm, ctx, ro), name);
+  }
+
+ private:
+  const PipelineOptions& o_;
+};
+
+}  // namespace
+
+const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
+  Stages st(opts);
+  ReduceContext reduces;
+  const UOp* s = st.done(ast, "kernel ast");
+  // not yet for the CPU: early movement ops, load collapse, split ranges (the scheduler's ASTs
+  // carry no movement ops and no tensor-indexed loads)
+  s = st.rewrite(s, sym(), "initial symbolic");  // index math in canonical form before anything reads it
+  // not yet: simplify ranges, apply opts, post-opt symbolic, expander (no opts: no vectors)
+  s = st.rewrite(s, pm_add_loads(), "add loads");  // reads become explicit before reduces make registers
+  s = st.rewrite(s, pm_remove_reduces(), "remove reduces", &reduces);  // REDUCE -> accumulator registers
+  // not yet: local buffers, gpu dims / thread axis, devectorize, memory coalescing
+  s = st.rewrite(s, pm_split_ends(), "split ends");        // one loop per END, for the linearizer
+  s = st.done(lower_index_dtype(s), "lower index dtype");  // int32 where every index value fits
+  s = st.rewrite(s, sym(), "final symbolic");              // folds what the index retyping exposed
+  s = st.rewrite(s, pm_commit_weak(), "commit weak");      // literals take the dtype of their op
+  // not yet: decompositions (fast integer division, transcendentals), gates, barriers
+  return s;
+}
+
+CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts) {
+  CKernel k;
+  k.name = std::string(ast->arg<Name>().s);
+  k.sink = full_rewrite_to_sink(ast, opts);
+  k.linear = linearize(k.sink);
+  k.source = render::render_c(k.linear, k.name, vars);
+  return k;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,35 @@
+// THE pipeline: a scheduled kernel AST -> a linear program -> C source. One function, one line a
+// stage, in the order of seed 000's full_rewrite_to_sink; the stages the CPU target does not
+// implement yet are listed in pipeline.cpp where they belong.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generator/ir/uop.h"
+
+namespace kiln::codegen {
+
+struct PipelineOptions {
+  // called after every stage with its name and result (kiln --dump-after, tests)
+  std::function<void(std::string_view stage, const UOp* sink)> after_stage;
+  bool verify = true;  // run the IR verifier after every stage (InternalError naming the stage)
+};
+
+// The rewrites, from the scheduler's kernel AST to the graph the linearizer takes.
+const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts = {});
+
+struct CKernel {
+  std::string name;
+  const UOp* sink;                 // after the last rewrite
+  std::vector<const UOp*> linear;  // the linearized program
+  std::string source;              // the C function (without render::c_preamble())
+};
+
+// The whole path to C. `vars` are the DEFINE_VARs in the order the caller passes their values.
+CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {});
+
+}  // namespace kiln::codegen

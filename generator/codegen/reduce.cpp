@@ -1,0 +1,71 @@
+// remove reduces: a REDUCE over ranges becomes an accumulator register (a BUFFER in the Reg
+// address space, one element), set to the op's identity inside the ranges the value depends on,
+// updated inside the reduce ranges, and read after them:
+//   acc = BUFFER:T*reg(1);  STORE(AFTER(acc, outer ranges...), identity)
+//   END(STORE(AFTER(acc, init, ranges...), op(LOAD(that), value)), ranges...)
+//   result = LOAD(AFTER(acc, END))
+// AFTER orders the accesses; the linearizer places each at the depth of the ranges it uses.
+#include "generator/codegen/passes.h"
+
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+namespace kiln::codegen {
+
+namespace {
+
+const UOp* identity(Context& ctx, Op op, DType d) {
+  switch (op) {
+    case Op::ADD:
+      return is_float(d) ? ctx.cfloat(0.0, d) : is_bool(d) ? ctx.cbool(false) : ctx.cint(0, d);
+    case Op::MUL:
+      return is_float(d) ? ctx.cfloat(1.0, d) : is_bool(d) ? ctx.cbool(true) : ctx.cint(1, d);
+    case Op::MAX:
+      return is_float(d)  ? ctx.cfloat(-std::numeric_limits<double>::infinity(), d)
+             : is_bool(d) ? ctx.cbool(false)
+                          : ctx.cint(int_min(d), d);
+    default:
+      throw InternalError("remove reduces: no identity for " + std::string(op_name(op)));
+  }
+}
+
+const UOp* reduce_to_acc(const Match& m, void* vctx) {
+  const UOp* r = m.root;
+  if (r->nsrc() < 2) return nullptr;
+  auto& rc = *static_cast<ReduceContext*>(vctx);
+  Context& ctx = r->ctx();
+  Op op = r->arg<ReduceArg>().op;
+  auto ranges = r->src().subspan(1);
+  // the ranges the value lives in besides its own: the accumulator is reset once per point of them
+  std::unordered_set<const UOp*> own(ranges.begin(), ranges.end()), ended;
+  auto topo = toposort(r->src(0));
+  for (const UOp* u : topo)
+    if (u->op == Op::END)
+      for (const UOp* e : u->src().subspan(1)) ended.insert(e);
+  std::vector<const UOp*> outer{nullptr};
+  for (const UOp* u : topo)
+    if (u->op == Op::RANGE && !own.contains(u) && !ended.contains(u)) outer.push_back(u);
+  const UOp* acc = ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Reg), {ctx.cint(1)}, ParamArg{rc.acc_num++, 1, {}});
+  outer[0] = acc;
+  const UOp* init =
+      ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::AFTER, acc->dtype, outer), identity(ctx, op, r->dtype)});
+  std::vector<const UOp*> in_src{acc, init};
+  in_src.insert(in_src.end(), ranges.begin(), ranges.end());
+  const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);
+  const UOp* cur = ctx.make(Op::LOAD, r->dtype, {acc_in});
+  const UOp* upd = ctx.make(Op::STORE, dtypes::void_, {acc_in, ctx.make(op, r->dtype, {cur, r->src(0)})});
+  std::vector<const UOp*> end_src{upd};
+  end_src.insert(end_src.end(), ranges.begin(), ranges.end());
+  const UOp* end = ctx.make(Op::END, dtypes::void_, end_src);
+  return ctx.make(Op::LOAD, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, end})});
+}
+
+}  // namespace
+
+const PatternMatcher& pm_remove_reduces() {
+  static const PatternMatcher pm({Rule(UPat::op({Op::REDUCE}).allow_any_len(), reduce_to_acc)});
+  return pm;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,386 @@
+#include "generator/render/c.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kiln::render {
+
+namespace {
+
+std::string ctype(DType d) {
+  if (d.count != 1) throw InternalError("render C: vector dtype " + to_string(d) + " (devectorize first)");
+  switch (d.scalar) {
+    case Scalar::Bool:
+      return "bool";
+    case Scalar::Int8:
+      return "int8_t";
+    case Scalar::Uint8:
+      return "uint8_t";
+    case Scalar::Int16:
+      return "int16_t";
+    case Scalar::Uint16:
+      return "uint16_t";
+    case Scalar::Int32:
+      return "int32_t";
+    case Scalar::Uint32:
+      return "uint32_t";
+    case Scalar::Int64:
+      return "int64_t";
+    case Scalar::Uint64:
+      return "uint64_t";
+    case Scalar::Float16:
+      return "_Float16";
+    case Scalar::Float32:
+      return "float";
+    case Scalar::Float64:
+      return "double";
+    default:
+      throw InternalError("render C: no C type for " + to_string(d) + " (commit weak / lower index first)");
+  }
+}
+
+std::string unsigned_of(DType d) { return "u" + ctype(d); }
+
+std::string float_literal(double v, DType d) {
+  if (std::isnan(v)) return "NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  char buf[64];
+  std::to_chars_result r =
+      d == dtypes::float64 ? std::to_chars(buf, buf + sizeof buf, v) : std::to_chars(buf, buf + sizeof buf, float(v));
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (d == dtypes::float64) return s;
+  s += "f";
+  return d == dtypes::float32 ? s : "((" + ctype(d) + ")" + s + ")";
+}
+
+std::string int_literal(int64_t v, DType d) {
+  if (is_bool(d)) return v ? "1" : "0";
+  if (d == dtypes::uint64) return std::to_string(uint64_t(v)) + "ull";
+  if (d == dtypes::int64) {
+    if (v == std::numeric_limits<int64_t>::min()) return "INT64_MIN";
+    return std::to_string(v) + "ll";
+  }
+  if (v == std::numeric_limits<int32_t>::min()) return "INT32_MIN";
+  std::string s = std::to_string(v) + (d == dtypes::uint32 ? "u" : "");
+  return bitsize(d) < 32 ? "((" + ctype(d) + ")" + s + ")" : s;
+}
+
+bool identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+class CRenderer {
+ public:
+  CRenderer(std::span<const UOp* const> lin, std::string_view name, std::span<const UOp* const> vars)
+      : lin_(lin), name_(name), vars_(vars) {}
+
+  std::string run() {
+    analyze();
+    out_ = "void " + name_ + "(void* const* bufs, const int64_t* vars) {\n  (void)bufs;\n  (void)vars;\n";
+    for (const UOp* u : lin_)
+      if (needed_.contains(u)) line(u);
+    return out_;
+  }
+
+ private:
+  // uses, the loop depth of every node, and which buffers are written
+  void analyze() {
+    // what the stores need; a buffer's size expression is metadata, not code
+    std::vector<const UOp*> stack{lin_.back()};
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (!needed_.insert(u).second || u->op == Op::PARAM || u->op == Op::BUFFER) continue;
+      for (const UOp* s : u->src()) stack.push_back(s);
+    }
+    int d = 1;
+    for (const UOp* u : lin_) {
+      if (u->op == Op::END) --d;
+      depth_[u] = d;
+      if (u->op == Op::RANGE) ++d;
+      if (u->op != Op::PARAM && u->op != Op::BUFFER)
+        for (const UOp* s : u->src()) ++uses_[s];
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) written_.insert(u->src(0)->src(0));
+    }
+  }
+
+  void emit(const UOp* at, const std::string& s) {
+    out_.append(size_t(2 * depth_.at(at)), ' ');
+    out_ += s;
+    out_ += '\n';
+  }
+
+  const std::string& ex(const UOp* u) {
+    auto it = expr_.find(u);
+    if (it == expr_.end())
+      throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
+    return it->second;
+  }
+
+  // a value: inlined into its single user at the same depth, else a named local
+  void value(const UOp* u, std::string e, const char* prefix) {
+    bool inline_it = uses_[u] == 1 && single_user_same_depth(u);
+    if (inline_it) {
+      expr_[u] = "(" + e + ")";
+      return;
+    }
+    std::string n = prefix + std::to_string(counter_++);
+    emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
+    expr_[u] = n;
+  }
+
+  bool single_user_same_depth(const UOp* u) {
+    if (!user_.size())
+      for (const UOp* v : lin_)
+        for (const UOp* s : v->src()) user_[s] = v;
+    auto it = user_.find(u);
+    return it != user_.end() && depth_.at(it->second) == depth_.at(u) && it->second->op != Op::END;
+  }
+
+  // integer ops whose result range analysis cannot bound inside the dtype wrap via unsigned
+  bool may_overflow(const UOp* u) const {
+    if (!is_int(u->dtype)) return false;
+    if (bitsize(u->dtype) < 32) return false;  // computed in int, narrowed on use
+    if (is_unsigned(u->dtype)) return false;   // unsigned arithmetic wraps in C
+    return u->vmin().i == int_min(u->dtype) || u->vmax().i == int_max(u->dtype);
+  }
+
+  std::string alu(const UOp* u) {
+    DType d = u->dtype;
+    auto s = [&](size_t i) { return ex(u->src(i)); };
+    bool flt = is_float(d);
+    std::string f = d == dtypes::float64 ? "" : "f";
+    auto fn = [&](const char* name) {
+      if (d == dtypes::float16) return "(_Float16)" + std::string(name) + "f((float)" + s(0) + ")";
+      return std::string(name) + f + "(" + s(0) + ")";
+    };
+    auto wrap = [&](const char* op) {
+      if (!may_overflow(u)) return s(0) + " " + op + " " + s(1);
+      std::string ut = unsigned_of(d);
+      return "(" + ctype(d) + ")((" + ut + ")" + s(0) + " " + op + " (" + ut + ")" + s(1) + ")";
+    };
+    auto narrow = [&](std::string e) { return is_int(d) && bitsize(d) < 32 ? "(" + ctype(d) + ")(" + e + ")" : e; };
+    switch (u->op) {
+      case Op::ADD:
+        return narrow(flt ? s(0) + " + " + s(1) : wrap("+"));
+      case Op::SUB:
+        return narrow(flt ? s(0) + " - " + s(1) : wrap("-"));
+      case Op::MUL:
+        return narrow(flt ? s(0) + " * " + s(1) : wrap("*"));
+      case Op::NEG:
+        if (!flt && may_overflow(u)) return "(" + ctype(d) + ")(0u - (" + unsigned_of(d) + ")" + s(0) + ")";
+        return narrow("-" + s(0));
+      case Op::FDIV:
+        return s(0) + " / " + s(1);
+      case Op::CDIV:
+        return narrow(s(0) + " / " + s(1));
+      case Op::CMOD:
+        return narrow(s(0) + " % " + s(1));
+      case Op::FLOORDIV:
+        return "kiln_floordiv_" + std::string(bitsize(d) == 64 ? "i64" : "i32") + "(" + s(0) + ", " + s(1) + ")";
+      case Op::FLOORMOD:
+        return "kiln_floormod_" + std::string(bitsize(d) == 64 ? "i64" : "i32") + "(" + s(0) + ", " + s(1) + ")";
+      case Op::MAX:
+        if (flt) return "kiln_max" + std::string(d == dtypes::float64 ? "d" : "f") + "(" + s(0) + ", " + s(1) + ")";
+        return s(0) + " > " + s(1) + " ? " + s(0) + " : " + s(1);
+      case Op::CMPLT:
+        return s(0) + " < " + s(1);
+      case Op::CMPNE:
+        return s(0) + " != " + s(1);
+      case Op::CMPEQ:
+        return s(0) + " == " + s(1);
+      case Op::AND:
+        return narrow(s(0) + " & " + s(1));
+      case Op::OR:
+        return narrow(s(0) + " | " + s(1));
+      case Op::XOR:
+        return narrow(s(0) + " ^ " + s(1));
+      case Op::SHL:
+        return narrow(may_overflow(u) ? "(" + ctype(d) + ")((" + unsigned_of(d) + ")" + s(0) + " << " + s(1) + ")"
+                                      : s(0) + " << " + s(1));
+      case Op::SHR:
+        return narrow(s(0) + " >> " + s(1));
+      case Op::WHERE:
+        return s(0) + " ? " + s(1) + " : " + s(2);
+      case Op::EXP2:
+        return fn("exp2");
+      case Op::LOG2:
+        return fn("log2");
+      case Op::SIN:
+        return fn("sin");
+      case Op::SQRT:
+        return fn("sqrt");
+      case Op::TRUNC:
+        return flt ? fn("trunc") : s(0);
+      case Op::RECIPROCAL:
+        return float_literal(1.0, d) + " / " + s(0);
+      case Op::POW:
+        if (d == dtypes::float16) return "(_Float16)powf((float)" + s(0) + ", (float)" + s(1) + ")";
+        return "pow" + f + "(" + s(0) + ", " + s(1) + ")";
+      default:
+        throw InternalError("render C: ALU op " + std::string(op_name(u->op)) + " (decompose it first)");
+    }
+  }
+
+  // the element an INDEX addresses, and its gate ("" when always valid)
+  std::pair<std::string, std::string> address(const UOp* idx) {
+    const UOp* buf = idx->src(0);
+    const UOp* i = idx->src(1);
+    std::string gate;
+    if (i->op == Op::WHERE && i->src(2)->is_invalid()) {
+      gate = ex(i->src(0));
+      i = i->src(1);
+    }
+    return {ex(buf) + "[" + ex(i) + "]", gate};
+  }
+
+  std::string buffer_of(const UOp* p) {  // through AFTER to the accumulator
+    while (p->op == Op::AFTER) p = p->src(0);
+    return ex(p);
+  }
+
+  void line(const UOp* u) {
+    switch (u->op) {
+      case Op::SINK:
+        out_ += "}\n";
+        return;
+      case Op::CONST:
+        if (u->is_invalid()) return;
+        expr_[u] = is_float(u->dtype) ? float_literal(u->cval().f, u->dtype) : int_literal(u->cval().i, u->dtype);
+        return;
+      case Op::PARAM: {
+        const auto& pa = u->arg<ParamArg>();
+        std::string n = "data" + std::to_string(pa.slot);
+        std::string t = ctype(u->dtype.elem());
+        std::string cq = written_.contains(u) ? "" : "const ";
+        emit(u, cq + t + "* restrict " + n + " = (" + cq + t + "*)bufs[" + std::to_string(pa.slot) + "];  /* " +
+                    std::string(pa.name) + " */");
+        expr_[u] = n;
+        return;
+      }
+      case Op::DEFINE_VAR: {
+        std::string_view vn = u->arg<VarArg>().name;
+        size_t j = 0;
+        while (j < vars_.size() && vars_[j]->arg<VarArg>().name != vn) ++j;
+        if (j == vars_.size())
+          throw InternalError("render C: variable " + std::string(vn) + " is not a kernel argument");
+        std::string n = identifier(vn) ? "var_" + std::string(vn) : "var" + std::to_string(j);
+        emit(u, "const " + ctype(u->dtype) + " " + n + " = (" + ctype(u->dtype) + ")vars[" + std::to_string(j) + "];");
+        expr_[u] = n;
+        return;
+      }
+      case Op::BUFFER: {  // an accumulator register
+        std::string n = "acc" + std::to_string(u->arg<ParamArg>().slot);
+        emit(u, ctype(u->dtype.elem()) + " " + n + ";");
+        expr_[u] = n;
+        return;
+      }
+      case Op::RANGE: {
+        std::string n = "ridx" + std::to_string(u->arg<RangeArg>().axis);
+        std::string t = ctype(u->dtype);
+        emit(u, "for (" + t + " " + n + " = 0; " + n + " < " + ex(u->src(0)) + "; " + n + "++) {");
+        expr_[u] = n;
+        return;
+      }
+      case Op::END:
+        emit(u, "}");
+        return;
+      case Op::AFTER:
+      case Op::GROUP:
+      case Op::INDEX:
+        return;  // ordering only / rendered where loaded or stored
+      case Op::LOAD: {
+        const UOp* src = u->src(0);
+        if (src->op == Op::INDEX) {
+          auto [addr, gate] = address(src);
+          std::string e = gate.empty() ? addr : gate + " ? " + addr + " : " + zero(u->dtype);
+          std::string n = "val" + std::to_string(counter_++);
+          emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
+          expr_[u] = n;
+          return;
+        }
+        std::string n = "val" + std::to_string(counter_++);
+        emit(u, "const " + ctype(u->dtype) + " " + n + " = " + buffer_of(src) + ";");
+        expr_[u] = n;
+        return;
+      }
+      case Op::STORE: {
+        const UOp* dst = u->src(0);
+        const std::string& v = ex(u->src(1));
+        if (dst->op == Op::INDEX) {
+          auto [addr, gate] = address(dst);
+          emit(u, (gate.empty() ? "" : "if (" + gate + ") ") + addr + " = " + v + ";");
+        } else {
+          emit(u, buffer_of(dst) + " = " + v + ";");
+        }
+        return;
+      }
+      case Op::CAST: {
+        DType to = u->dtype;
+        const std::string& x = ex(u->src(0));
+        value(u, is_bool(to) ? x + " != 0" : "(" + ctype(to) + ")" + x, "cast");
+        return;
+      }
+      case Op::BITCAST: {
+        std::string n = "bits" + std::to_string(counter_++);
+        emit(u, ctype(u->dtype) + " " + n + "; { const " + ctype(u->src(0)->dtype) + " from = " + ex(u->src(0)) +
+                    "; memcpy(&" + n + ", &from, sizeof " + n + "); }");
+        expr_[u] = n;
+        return;
+      }
+      default:
+        break;
+    }
+    if (u->op == Op::WHERE && u->src(2)->is_invalid()) return;  // a gated index: rendered by its load or store
+    if (is_alu(u->op)) {
+      value(u, alu(u), "alu");
+      return;
+    }
+    throw InternalError("render C: " + std::string(op_name(u->op)) + " cannot be rendered");
+  }
+
+  std::string zero(DType d) const { return is_float(d) ? float_literal(0.0, d) : int_literal(0, d); }
+
+  std::span<const UOp* const> lin_;
+  std::string name_;
+  std::span<const UOp* const> vars_;
+  std::string out_;
+  int counter_ = 0;
+  std::unordered_map<const UOp*, int> depth_, uses_;
+  std::unordered_map<const UOp*, const UOp*> user_;
+  std::unordered_map<const UOp*, std::string> expr_;
+  std::unordered_set<const UOp*> written_, needed_;
+};
+
+}  // namespace
+
+std::string c_preamble() {
+  return "#include <math.h>\n"
+         "#include <stdbool.h>\n"
+         "#include <stdint.h>\n"
+         "#include <string.h>\n"
+         "static inline int32_t kiln_floordiv_i32(int32_t a, int32_t b) {\n"
+         "  int32_t q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < 0)));\n}\n"
+         "static inline int64_t kiln_floordiv_i64(int64_t a, int64_t b) {\n"
+         "  int64_t q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < 0)));\n}\n"
+         "static inline int32_t kiln_floormod_i32(int32_t a, int32_t b) {\n"
+         "  int32_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "static inline int64_t kiln_floormod_i64(int64_t a, int64_t b) {\n"
+         "  int64_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "/* max that propagates NaN, like the IR's MAX */\n"
+         "static inline float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+         "static inline double kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n";
+}
+
+std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars) {
+  return CRenderer(linear, name, vars).run();
+}
+
+}  // namespace kiln::render

@@ -1,0 +1,26 @@
+// The C renderer: a linearized kernel (codegen::linearize) as one C99 function with the kernel
+// ABI every kiln kernel shares:
+//   void <name>(void* const* bufs, const int64_t* vars);
+// bufs[i] is the buffer of PARAM slot i, vars[j] the value of vars[j] (the DEFINE_VARs the
+// caller passes, in the order given here). Ranges become for loops, accumulators locals, index
+// math plain C; integer math that range analysis cannot prove overflow-free wraps explicitly
+// (through unsigned arithmetic), so the C has no undefined behaviour where the IR has none.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generator/ir/uop.h"
+
+namespace kiln::render {
+
+// The includes and helpers every rendered kernel needs; emit once per translation unit.
+std::string c_preamble();
+
+// One kernel function. Throws InternalError for a node it cannot render (the stage that should
+// have removed it is named in the message).
+std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars);
+
+}  // namespace kiln::render

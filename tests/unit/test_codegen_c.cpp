@@ -1,0 +1,265 @@
+// The codegen pipeline to C: scheduled kernels rendered as C, compiled with the system compiler
+// (-Wall -Wextra -Werror: the generated code is warning-free), loaded and run natively on
+// poisoned outputs, and compared with the float64 oracle. Canonical programs at several shapes
+// and symbolic bounds, then random tensor programs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "generator/codegen/passes.h"
+#include "generator/codegen/pipeline.h"
+#include "generator/ir/text.h"
+#include "generator/render/c.h"
+#include "generator/schedule/schedule.h"
+#include "tests/unit/c_runner.h"
+#include "tests/unit/oracle.h"
+#include "tests/unit/random_program.h"
+
+using namespace kiln;
+using namespace kiln::testing_programs;
+
+namespace {
+
+const std::vector<std::string> kStrict = {"-Wall", "-Wextra", "-Werror"};
+
+std::string c_source(const schedule::Schedule& s) {
+  std::string src;
+  for (const auto& k : s.kernels) src += codegen::compile_to_c(k.ast, s.vars).source;
+  return src;
+}
+
+struct Program {
+  std::vector<Tensor> ins, outs;
+  schedule::Schedule sched;
+};
+
+oracle::Bindings bind(const std::vector<Tensor>& ins, const std::map<std::string, int64_t>& vars, uint64_t seed,
+                      std::vector<std::vector<double>>& inputs) {
+  std::mt19937_64 rng(seed);
+  oracle::Bindings b;
+  b.vars = vars;
+  for (const Tensor& t : ins) {
+    size_t n = 1;
+    for (int64_t d : oracle::eval_shape(t.shape(), b)) n *= size_t(d);
+    inputs.push_back(random_input(t.dtype(), n, rng));
+    b.inputs[t.uop()->arg<ParamArg>().slot] = inputs.back();
+  }
+  return b;
+}
+
+// Runs the compiled schedule natively and compares with the oracle; "" or what differed.
+std::string compare(const Program& p, const crun::Library& lib, const std::map<std::string, int64_t>& vars,
+                    uint64_t seed) {
+  std::vector<std::vector<double>> inputs;
+  oracle::Bindings b = bind(p.ins, vars, seed, inputs);
+  std::vector<interp::Output> got = crun::run_schedule(p.sched, lib, vars, inputs);
+  for (size_t i = 0; i < p.outs.size(); ++i) {
+    std::vector<double> want = oracle::evaluate(p.outs[i].uop(), b).doubles();
+    if (got[i].values.size() != want.size()) return "output " + std::to_string(i) + ": size differs";
+    double tol = tolerance(got[i].dtype);
+    for (size_t j = 0; j < want.size(); ++j) {
+      double g = got[i].values[j], w = want[j];
+      bool same = std::isnan(w)   ? std::isnan(g)
+                  : std::isinf(w) ? g == w
+                                  : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
+      if (!same) {
+        std::ostringstream os;
+        os << "output " << i << " at " << j << ": got " << g << ", want " << w;
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+struct CodegenTest : ::testing::Test {
+  Context ctx;
+  std::vector<Tensor> ins;
+  int programs = 0;
+  Tensor input(std::string_view name, std::vector<Dim> dims, DType d = dtypes::float32) {
+    ins.push_back(Tensor::input(ctx, name, d, dims));
+    return ins.back();
+  }
+  // compiles once, runs at every binding of the vars
+  void expect_matches(const std::vector<Tensor>& outs,
+                      const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {
+    Program p{ins, outs, schedule::schedule(ins, outs, "k" + std::to_string(programs++))};
+    std::string src = c_source(p.sched);
+    crun::Library lib = crun::Library::compile(render::c_preamble() + src, kStrict);
+    for (const auto& vars : bindings) EXPECT_EQ(compare(p, lib, vars, 99), "") << src;
+  }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- canonical programs
+
+TEST_F(CodegenTest, ElementwiseAndBroadcast) {
+  Tensor a = input("a", {5, 7}), b = input("b", {7}), c = input("c", {5, 1});
+  expect_matches({(a * b + c).relu(), (a - c).exp() / (b.abs() + 1), a.sigmoid() * a.tanh() + a.sin().sqrt()});
+}
+
+TEST_F(CodegenTest, ReductionsOverEachAxis) {
+  Tensor x = input("x", {3, 4, 5});
+  for (int axis = 0; axis < 3; ++axis)
+    expect_matches({x.sum({axis}), x.max({axis}, true), x.min({axis}), x.mean({axis}), x.prod({axis})});
+  expect_matches({x.sum(), x.argmax(1), x.sum({0, 2})});
+}
+
+TEST_F(CodegenTest, SoftmaxLayernormAtSymbolicBounds) {
+  const UOp* m = ctx.var("M", 1, 9);
+  Tensor x = input("x", {m, 6});
+  expect_matches({x.softmax(-1), x.log_softmax(-1), x.layernorm(-1), x.rmsnorm(-1), x.softmax(0)},
+                 {{{"M", 1}}, {{"M", 4}}, {{"M", 9}}});
+}
+
+TEST_F(CodegenTest, MlpAtTheBoundsOfItsBatch) {
+  const UOp* m = ctx.var("M", 1, 64);
+  Tensor x = input("x", {m, 784}), w1 = input("w1", {784, 128}), b1 = input("b1", {128}), w2 = input("w2", {128, 10});
+  expect_matches({(x.matmul(w1) + b1).relu().matmul(w2).softmax(-1)}, {{{"M", 1}}, {{"M", 17}}, {{"M", 64}}});
+}
+
+TEST_F(CodegenTest, MatmulShapes) {
+  for (auto [m, k, n] : {std::tuple{1, 7, 5}, {6, 1, 4}, {5, 7, 1}, {13, 11, 7}, {31, 37, 29}}) {
+    ins.clear();
+    Tensor a = input("a", {m, k}), b = input("b", {k, n});
+    expect_matches({a.matmul(b)});
+  }
+  ins.clear();
+  Tensor a = input("a", {2, 1, 3, 4}), b = input("b", {3, 4, 5});
+  expect_matches({a.matmul(b)});
+}
+
+TEST_F(CodegenTest, ConvolutionsPoolingAttention) {
+  Tensor x = input("x", {2, 4, 7, 6}), w = input("w", {6, 2, 3, 2}), bias = input("bias", {6});
+  expect_matches(
+      {x.conv2d(w, &bias, 2, {2, 1}, {1, 2}, {1, 1}).relu(), x.max_pool2d({2, 2}), x.avg_pool2d({3, 3}, {2, 2})});
+  ins.clear();
+  const UOp* s = ctx.var("S", 1, 6);
+  Tensor q = input("q", {2, s, 8}), k = input("k", {2, s, 8}), v = input("v", {2, s, 8});
+  expect_matches({q.scaled_dot_product_attention(k, v, nullptr, true)}, {{{"S", 1}}, {{"S", 6}}});
+}
+
+TEST_F(CodegenTest, MovementOps) {
+  const UOp* n = ctx.var("N", 1, 5);
+  Tensor x = input("x", {3, n}), y = input("y", {2, n});
+  expect_matches({Tensor::cat({x, y}, 0), x.flip({0, 1}), x.pad({{Dim(1), Dim(2)}, {Dim(0), Dim(3)}}).exp(),
+                  x.transpose().reshape({n, 3}).sin()},
+                 {{{"N", 1}}, {{"N", 5}}});
+}
+
+TEST_F(CodegenTest, IntegersBoolsAndHalf) {
+  Tensor a = input("a", {4, 5}, dtypes::int32), b = input("b", {5}, dtypes::int8),
+         c = input("c", {4, 5}, dtypes::bool_);
+  Tensor h = input("h", {4, 5}, dtypes::float16);
+  expect_matches({a.idiv(b), a.mod(b), (a * b).sum({1}), c.where(a, b.cast(dtypes::int32)), (a < 3).logical_and(c),
+                  a.cast(dtypes::float16) * 0.5, (h * h + 1).sqrt(), Tensor::arange(ctx, 3, 40, 4) * 2});
+}
+
+TEST_F(CodegenTest, Int32ArithmeticWrapsWithoutUndefinedBehaviour) {
+  Tensor a = input("a", {6}, dtypes::int32);
+  Tensor big = a * 1000000000 * 7 + 2147483647;  // overflows int32 for every input
+  expect_matches({big, -big, big.sum()});
+}
+
+// ---------------------------------------------------------------- the C itself
+
+TEST_F(CodegenTest, FusedSoftmaxHoistsRowStatisticsOutOfTheRowLoop) {
+  Tensor x = input("x", {8, 16});
+  std::vector<Tensor> outs{x.softmax(-1)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "softmax");
+  ASSERT_EQ(s.kernels.size(), 1u);
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  // the max loop and the sum loop close before the output loop opens, inside the row loop
+  size_t row = c.find("for (int32_t ridx0"), out = c.find("for (int32_t ridx1");
+  size_t max_loop = c.find("for (int32_t ridx2"), sum_loop = c.find("for (int32_t ridx3");
+  ASSERT_NE(out, std::string::npos) << c;
+  EXPECT_LT(row, max_loop) << c;
+  EXPECT_LT(max_loop, sum_loop) << c;
+  EXPECT_LT(sum_loop, out) << c;
+}
+
+TEST(CodegenGolden, ElementwiseKernelText) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {4, 3}), b = Tensor::input(ctx, "b", dtypes::float32, {3});
+  std::vector<Tensor> ins{a, b}, outs{(a + b).relu()};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  EXPECT_EQ(codegen::compile_to_c(s.kernels[0].ast, s.vars).source,
+            "void k_0(void* const* bufs, const int64_t* vars) {\n"
+            "  (void)bufs;\n"
+            "  (void)vars;\n"
+            "  float* restrict data0 = (float*)bufs[0];  /* out0 */\n"
+            "  const float* restrict data1 = (const float*)bufs[1];  /* a */\n"
+            "  const float* restrict data2 = (const float*)bufs[2];  /* b */\n"
+            "  for (int32_t ridx0 = 0; ridx0 < 4; ridx0++) {\n"
+            "    const int32_t alu0 = ridx0 * 3;\n"
+            "    for (int32_t ridx1 = 0; ridx1 < 3; ridx1++) {\n"
+            "      const int32_t alu1 = alu0 + ridx1;\n"
+            "      const float val2 = data1[alu1];\n"
+            "      const float val3 = data2[ridx1];\n"
+            "      data0[alu1] = (kiln_maxf(0.0f, (val2 + val3)));\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
+}
+
+TEST(CodegenStages, EveryStageVerifiesAndIsNamed) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {5, 6});
+  std::vector<Tensor> ins{x}, outs{x.layernorm(-1)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  std::vector<std::string> names;
+  codegen::PipelineOptions o;
+  o.after_stage = [&](std::string_view n, const UOp*) { names.emplace_back(n); };
+  codegen::full_rewrite_to_sink(s.kernels[0].ast, o);
+  EXPECT_EQ(names, (std::vector<std::string>{"kernel ast", "initial symbolic", "add loads", "remove reduces",
+                                             "split ends", "lower index dtype", "final symbolic", "commit weak"}));
+}
+
+TEST(CodegenStages, IndexDtypeWidensWhenBoundsNeedIt) {
+  Context ctx;
+  const UOp* n = ctx.var("N", 1, int64_t(1) << 20);
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {n, 4096});
+  std::vector<Tensor> ins{x}, outs{x * 2};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  EXPECT_NE(c.find("for (int64_t ridx0"), std::string::npos) << c;  // N*4096 exceeds int32
+  Context small;
+  Tensor y = Tensor::input(small, "y", dtypes::float32, {64, 64});
+  std::vector<Tensor> yi{y}, yo{y * 2};
+  schedule::Schedule t = schedule::schedule(yi, yo, "k");
+  EXPECT_NE(codegen::compile_to_c(t.kernels[0].ast, t.vars).source.find("for (int32_t ridx0"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- random programs
+
+TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
+  constexpr int kPrograms = 300;
+  struct Case {
+    std::unique_ptr<Context> ctx;
+    Program p;
+    std::map<std::string, int64_t> vars;
+  };
+  std::vector<Case> cases;
+  std::string src = render::c_preamble();
+  for (int seed = 0; seed < kPrograms; ++seed) {
+    Case c{std::make_unique<Context>(), {}, {}};
+    RandomProgram(uint64_t(seed)).build(*c.ctx, c.p.ins, c.p.outs, c.vars);
+    c.p.sched = schedule::schedule(c.p.ins, c.p.outs, "r" + std::to_string(seed));
+    src += c_source(c.p.sched);
+    cases.push_back(std::move(c));
+  }
+  crun::Library lib = crun::Library::compile(src, kStrict);  // one compile for all programs
+  int mismatches = 0;
+  size_t kernels = 0;
+  for (int seed = 0; seed < kPrograms; ++seed) {
+    const Case& c = cases[size_t(seed)];
+    kernels += c.p.sched.kernels.size();
+    std::string diff = compare(c.p, lib, c.vars, uint64_t(seed) * 7919 + 1);
+    if (!diff.empty() && ++mismatches <= 3) ADD_FAILURE() << "program " << seed << ": " << diff;
+  }
+  EXPECT_EQ(mismatches, 0);
+  std::cout << kPrograms << " random programs, " << kernels << " kernels compiled to C and run\n";
+}

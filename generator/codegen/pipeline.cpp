@@ -50,6 +50,13 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   return s;
 }
 
+const std::vector<std::string_view>& stage_names() {
+  static const std::vector<std::string_view> names = {"kernel ast",     "initial symbolic", "add loads",
+                                                      "remove reduces", "split ends",       "lower index dtype",
+                                                      "final symbolic", "commit weak",      "linearize"};
+  return names;
+}
+
 CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts) {
   CKernel k;
   k.name = std::string(ast->arg<Name>().s);

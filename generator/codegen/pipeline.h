@@ -19,6 +19,9 @@ struct PipelineOptions {
   bool verify = true;  // run the IR verifier after every stage (InternalError naming the stage)
 };
 
+// The stage names in order, as PipelineOptions::after_stage reports them, then "linearize".
+const std::vector<std::string_view>& stage_names();
+
 // The rewrites, from the scheduler's kernel AST to the graph the linearizer takes.
 const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts = {});
 

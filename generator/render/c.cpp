@@ -33,6 +33,8 @@ std::string ctype(DType d) {
       return "uint64_t";
     case Scalar::Float16:
       return "_Float16";
+    case Scalar::BFloat16:
+      return "float";  // computed in float, rounded to bfloat16 after every op
     case Scalar::Float32:
       return "float";
     case Scalar::Float64:
@@ -43,6 +45,11 @@ std::string ctype(DType d) {
 }
 
 std::string unsigned_of(DType d) { return "u" + ctype(d); }
+
+// the type a buffer stores: bfloat16 travels as its 16 bits
+std::string stype(DType d) { return d == dtypes::bfloat16 ? "uint16_t" : ctype(d); }
+
+std::string round_bf16(DType d, std::string e) { return d == dtypes::bfloat16 ? "kiln_bf16_round(" + e + ")" : e; }
 
 std::string float_literal(double v, DType d) {
   if (std::isnan(v)) return "NAN";
@@ -258,7 +265,7 @@ class CRenderer {
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
         std::string n = "data" + std::to_string(pa.slot);
-        std::string t = ctype(u->dtype.elem());
+        std::string t = stype(u->dtype.elem());
         std::string cq = written_.contains(u) ? "" : "const ";
         emit(u, cq + t + "* restrict " + n + " = (" + cq + t + "*)bufs[" + std::to_string(pa.slot) + "];  /* " +
                     std::string(pa.name) + " */");
@@ -300,6 +307,7 @@ class CRenderer {
         const UOp* src = u->src(0);
         if (src->op == Op::INDEX) {
           auto [addr, gate] = address(src);
+          if (u->dtype == dtypes::bfloat16) addr = "kiln_bf16_to_f32(" + addr + ")";
           std::string e = gate.empty() ? addr : gate + " ? " + addr + " : " + zero(u->dtype);
           std::string n = "val" + std::to_string(counter_++);
           emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
@@ -313,9 +321,10 @@ class CRenderer {
       }
       case Op::STORE: {
         const UOp* dst = u->src(0);
-        const std::string& v = ex(u->src(1));
+        std::string v = ex(u->src(1));
         if (dst->op == Op::INDEX) {
           auto [addr, gate] = address(dst);
+          if (dst->dtype == dtypes::bfloat16) v = "kiln_f32_to_bf16(" + v + ")";
           emit(u, (gate.empty() ? "" : "if (" + gate + ") ") + addr + " = " + v + ";");
         } else {
           emit(u, buffer_of(dst) + " = " + v + ";");
@@ -325,14 +334,16 @@ class CRenderer {
       case Op::CAST: {
         DType to = u->dtype;
         const std::string& x = ex(u->src(0));
-        value(u, is_bool(to) ? x + " != 0" : "(" + ctype(to) + ")" + x, "cast");
+        value(u, is_bool(to) ? x + " != 0" : round_bf16(to, "(" + ctype(to) + ")" + x), "cast");
         return;
       }
       case Op::BITCAST: {
         std::string n = "bits" + std::to_string(counter_++);
-        emit(u, ctype(u->dtype) + " " + n + "; { const " + ctype(u->src(0)->dtype) + " from = " + ex(u->src(0)) +
-                    "; memcpy(&" + n + ", &from, sizeof " + n + "); }");
-        expr_[u] = n;
+        DType from = u->src(0)->dtype;
+        std::string x = from == dtypes::bfloat16 ? "kiln_f32_to_bf16(" + ex(u->src(0)) + ")" : ex(u->src(0));
+        emit(u, stype(u->dtype) + " " + n + "; { const " + stype(from) + " from = " + x + "; memcpy(&" + n +
+                    ", &from, sizeof " + n + "); }");
+        expr_[u] = u->dtype == dtypes::bfloat16 ? "kiln_bf16_to_f32(" + n + ")" : n;
         return;
       }
       default:
@@ -340,7 +351,7 @@ class CRenderer {
     }
     if (u->op == Op::WHERE && u->src(2)->is_invalid()) return;  // a gated index: rendered by its load or store
     if (is_alu(u->op)) {
-      value(u, alu(u), "alu");
+      value(u, round_bf16(u->dtype, alu(u)), "alu");
       return;
     }
     throw InternalError("render C: " + std::string(op_name(u->op)) + " cannot be rendered");
@@ -374,6 +385,14 @@ std::string c_preamble() {
          "  int32_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
          "static inline int64_t kiln_floormod_i64(int64_t a, int64_t b) {\n"
          "  int64_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "/* bfloat16: stored as its 16 bits, computed in float and rounded (to nearest even) after every op */\n"
+         "static inline float kiln_bf16_to_f32(uint16_t b) {\n"
+         "  uint32_t u = (uint32_t)b << 16;\n  float f;\n  memcpy(&f, &u, 4);\n  return f;\n}\n"
+         "static inline uint16_t kiln_f32_to_bf16(float f) {\n"
+         "  uint32_t u;\n  memcpy(&u, &f, 4);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n"
+         "  u += 0x7fffu + ((u >> 16) & 1u);\n  return (uint16_t)(u >> 16);\n}\n"
+         "static inline float kiln_bf16_round(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }\n"
          "/* max that propagates NaN, like the IR's MAX */\n"
          "static inline float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
          "static inline double kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n";

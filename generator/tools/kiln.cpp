@@ -7,11 +7,13 @@
 #include <sstream>
 #include <string>
 
+#include "generator/codegen/pipeline.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
 #include "generator/frontend/spec_lower.h"
 #include "generator/ir/text.h"
+#include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -73,49 +75,109 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
   return internal ? 70 : failed ? 1 : 0;
 }
 
-// Parses, checks and schedules each spec; all errors of all files go to stderr, one line per
-// kernel of a good spec to stdout: `<kernel>: <N> kernels`.
+struct ScheduledKernel {
+  std::string name;  // the spec kernel
+  kiln::schedule::Schedule schedule;
+};
+
+// Parses, checks, lowers and schedules one spec file into `out`. Diagnostics go to stderr;
+// returns false if there were any.
+bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "kiln: error: cannot open " << path << "\n";
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  kiln::frontend::SourceFile source(path, text.str());
+  kiln::frontend::ParseResult parsed = kiln::frontend::parse_spec(source);
+  std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
+  // Checking a spec with syntax errors would report what the parser had to drop.
+  if (errors.empty()) errors = kiln::frontend::check_spec(parsed.spec);
+  // Lowering a spec that failed its checks would trip over the names and shapes they reported.
+  kiln::frontend::LowerResult lowered;
+  if (errors.empty()) {
+    lowered = kiln::frontend::lower_spec(ctx, parsed.spec, source);
+    errors = std::move(lowered.diagnostics);
+  }
+  std::vector<ScheduledKernel> done;
+  if (errors.empty()) {
+    for (const auto& k : lowered.kernels) {
+      try {
+        done.push_back({k.name, kiln::schedule::schedule(k.inputs, k.outputs, k.name, k.output_names)});
+      } catch (const kiln::ShapeError& e) {
+        errors.push_back({k.loc, "cannot schedule kernel '" + k.name + "': " + e.what(), "", "", 1});
+      }
+    }
+  }
+  if (!errors.empty()) {
+    std::cerr << kiln::frontend::render(errors);
+    return false;
+  }
+  for (auto& d : done) out.push_back(std::move(d));
+  return true;
+}
+
+// `kiln check`: all errors of all files to stderr, one line per kernel of a good spec to stdout.
 int run_check(const std::vector<std::string>& paths) {
   int rc = 0;
   for (const auto& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      std::cerr << "kiln: error: cannot open " << path << "\n";
+    kiln::Context ctx;
+    std::vector<ScheduledKernel> kernels;
+    if (!schedule_spec(path, ctx, kernels)) {
       rc = 1;
       continue;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    kiln::frontend::SourceFile source(path, text.str());
-    kiln::frontend::ParseResult parsed = kiln::frontend::parse_spec(source);
-    std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
-    // Checking a spec with syntax errors would report what the parser had to drop.
-    if (errors.empty()) errors = kiln::frontend::check_spec(parsed.spec);
-    // Lowering a spec that failed its checks would trip over the names and shapes they reported.
+    for (const auto& k : kernels) std::cout << k.name << ": " << k.schedule.kernels.size() << " kernels\n";
+  }
+  std::cout.flush();
+  return rc;
+}
+
+// `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
+int run_codegen(const std::vector<std::string>& paths, const std::string& only, const std::string& dump_after,
+                bool dump_all) {
+  const auto& stages = kiln::codegen::stage_names();
+  if (!dump_after.empty() && std::find(stages.begin(), stages.end(), dump_after) == stages.end()) {
+    std::string list;
+    for (auto n : stages) list += (list.empty() ? "" : ", ") + std::string(n);
+    std::cerr << "kiln: error: unknown stage '" << dump_after << "' (expected one of " << list << ")\n";
+    return 1;
+  }
+  int rc = 0;
+  bool any = false;
+  std::string out = kiln::render::c_preamble();
+  for (const auto& path : paths) {
     kiln::Context ctx;
-    kiln::frontend::LowerResult lowered;
-    if (errors.empty()) {
-      lowered = kiln::frontend::lower_spec(ctx, parsed.spec, source);
-      errors = std::move(lowered.diagnostics);
+    std::vector<ScheduledKernel> kernels;
+    if (!schedule_spec(path, ctx, kernels)) {
+      rc = 1;
+      continue;
     }
-    std::vector<std::string> lines;
-    if (errors.empty()) {
-      for (const auto& k : lowered.kernels) {
-        try {
-          auto s = kiln::schedule::schedule(k.inputs, k.outputs, k.name, k.output_names);
-          lines.push_back(k.name + ": " + std::to_string(s.kernels.size()) + " kernels\n");
-        } catch (const kiln::ShapeError& e) {
-          errors.push_back({k.loc, "cannot schedule kernel '" + k.name + "': " + e.what(), "", "", 1});
-        }
+    for (const auto& k : kernels) {
+      if (!only.empty() && k.name != only) continue;
+      any = true;
+      for (const auto& sk : k.schedule.kernels) {
+        auto dump = [&](std::string_view stage, const std::string& text) {
+          if (dump_all || stage == dump_after)
+            std::cout << "// ---- " << sk.name << " after " << stage << "\n" << text << "\n";
+        };
+        kiln::codegen::PipelineOptions opts;
+        opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) { dump(stage, kiln::print_graph(s)); };
+        kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, k.schedule.vars, opts);
+        std::string lin;
+        for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
+        dump("linearize", lin);
+        out += c.source;
       }
     }
-    if (!errors.empty()) {
-      std::cerr << kiln::frontend::render(errors);
-      rc = 1;
-      continue;
-    }
-    for (const auto& line : lines) std::cout << line;
   }
+  if (!only.empty() && !any && rc == 0) {
+    std::cerr << "kiln: error: no kernel named '" << only << "'\n";
+    return 1;
+  }
+  if (rc == 0) std::cout << out;
   std::cout.flush();
   return rc;
 }
@@ -143,9 +205,33 @@ int main(int argc, char** argv) {
       "stderr; exit 1 if any spec has one.\n"
       "Output: '<kernel>: <N> kernels' per kernel, N the number of kernels it is scheduled into.");
 
+  auto* codegen = app.add_subcommand("codegen", "compile .kiln kernel specs to C (the CPU pipeline)");
+  std::vector<std::string> cg_specs;
+  std::string only, dump_after;
+  bool dump_all = false;
+  codegen->add_option("specs", cg_specs, "spec files")->required();
+  codegen->add_option("--kernel", only, "only this spec kernel");
+  codegen->add_option("--dump-after", dump_after, "print the IR after this pipeline stage (before the C)");
+  codegen->add_flag("--dump-all", dump_all, "print the IR after every stage");
+  std::string stage_list;
+  for (auto n : kiln::codegen::stage_names()) stage_list += "\n  " + std::string(n);
+  codegen->footer(
+      "Output: C99, one function per scheduled kernel:\n"
+      "  void <kernel>_<n>(void* const* bufs, const int64_t* vars);\n"
+      "Stages:" +
+      stage_list);
+
   CLI11_PARSE(app, argc, argv);
 
   if (check->parsed()) return run_check(specs);
+  if (codegen->parsed()) {
+    try {
+      return run_codegen(cg_specs, only, dump_after, dump_all);
+    } catch (const kiln::InternalError& e) {
+      std::cerr << "kiln: internal error: " << e.what() << "\n";
+      return 70;
+    }
+  }
 
   if (simplify->parsed()) {
     if (files.empty()) return run_simplify(std::cin, "", stats);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI tests: drive `kiln simplify` exactly as users and acceptance checks do (argv, stdin,
+# CLI tests: drive `kiln simplify`, `kiln check` and `kiln codegen` exactly as users and acceptance checks do (argv, stdin,
 # stdout, stderr, exit code). Usage: run.sh <path to kiln>
 set -uo pipefail
 kiln="$1"
@@ -128,6 +128,28 @@ check "check bad_shape stderr" "$(printf '%s\n' \
   "$bad:6:9: error: matmul: expected the inner dims to match, got [M, K] @ [N, K]" \
   '  C = A @ B' \
   '        ^')" "$(cat "$tmp/err")"
+
+# kiln codegen: C for every scheduled kernel, warning-free under -Wall -Wextra -Werror, deterministic
+specs=("$here/../../kernels/examples.kiln" "$here/../../kernels/nn.kiln")
+"$kiln" codegen "${specs[@]}" >"$tmp/k.c" 2>"$tmp/err"
+check "codegen exit code" 0 "$?"
+check "codegen stderr empty" "" "$(cat "$tmp/err")"
+# one function per scheduled kernel: as many as `kiln check` counts
+check "codegen kernels" "$("$kiln" check "${specs[@]}" | awk '{ n += $2 } END { print n }')" \
+  "$(grep -c '^void [a-z_]*_[0-9]*(void\* const\* bufs, const int64_t\* vars) {$' "$tmp/k.c")"
+${CC:-cc} -std=c99 -O1 -Wall -Wextra -Werror -c "$tmp/k.c" -o "$tmp/k.o" 2>"$tmp/err"
+check "codegen C compiles cleanly" "0 " "$? $(head -5 "$tmp/err")"
+check "codegen deterministic" "$(cat "$tmp/k.c")" "$("$kiln" codegen "${specs[@]}" 2>&1)"
+"$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-after "remove reduces" >"$tmp/out" 2>&1
+check "codegen dump-after header" "// ---- gemm_0 after remove reduces" "$(head -1 "$tmp/out")"
+check "codegen dump-after has the accumulator" 1 "$(grep -c 'BUFFER:float\*reg' "$tmp/out")"
+check "codegen dump-all dumps every stage" 9 "$("$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-all | grep -c '^// ---- gemm_0 after ')"
+"$kiln" codegen "$here/specs/ok.kiln" --dump-after nonsense >/dev/null 2>"$tmp/err"
+check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, initial symbolic, add loads, remove reduces, split ends, lower index dtype, final symbolic, commit weak, linearize)" "$? $(cat "$tmp/err")"
+"$kiln" codegen "$here/specs/ok.kiln" --kernel nope >/dev/null 2>"$tmp/err"
+check "codegen unknown kernel" "1 kiln: error: no kernel named 'nope'" "$? $(cat "$tmp/err")"
+"$kiln" codegen "$here/specs/bad_shape.kiln" >"$tmp/out" 2>"$tmp/err"
+check "codegen bad spec" "1 0" "$? $(wc -c <"$tmp/out")"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

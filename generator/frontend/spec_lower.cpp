@@ -264,7 +264,10 @@ class Lowerer {
 LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& /*file*/) {
   LowerResult result;
   std::map<std::string, const UOp*> dims;
-  for (const Dim& d : spec.dims) dims[d.name] = ctx.var(d.name, d.min, d.max);
+  for (const Dim& d : spec.dims) {
+    dims[d.name] = ctx.var(d.name, d.min, d.max);
+    result.dims.push_back(dims[d.name]);
+  }
   for (const Kernel& k : spec.kernels) {
     try {
       result.kernels.push_back(Lowerer(ctx, dims).lower(k));

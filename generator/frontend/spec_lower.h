@@ -21,6 +21,7 @@ struct LoweredKernel {
 };
 
 struct LowerResult {
+  std::vector<const UOp*> dims;         // the file's dims as DEFINE_VARs, in declaration order
   std::vector<LoweredKernel> kernels;   // the kernels that lowered without errors, in file order
   std::vector<Diagnostic> diagnostics;  // at most one per kernel (its first error), in source order
   bool ok() const { return diagnostics.empty(); }

@@ -1,6 +1,7 @@
 // The kiln command line. The only place that reads argv or the environment.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -82,7 +83,8 @@ struct ScheduledKernel {
 
 // Parses, checks, lowers and schedules one spec file into `out`. Diagnostics go to stderr;
 // returns false if there were any.
-bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out) {
+bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out,
+                   std::vector<const kiln::UOp*>* dims = nullptr) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::cerr << "kiln: error: cannot open " << path << "\n";
@@ -116,6 +118,7 @@ bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<Sche
     return false;
   }
   for (auto& d : done) out.push_back(std::move(d));
+  if (dims) *dims = lowered.dims;
   return true;
 }
 
@@ -137,7 +140,7 @@ int run_check(const std::vector<std::string>& paths) {
 
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
 int run_codegen(const std::vector<std::string>& paths, const std::string& only, const std::string& dump_after,
-                bool dump_all) {
+                bool dump_all, const std::string& output) {
   const auto& stages = kiln::codegen::stage_names();
   if (!dump_after.empty() && std::find(stages.begin(), stages.end(), dump_after) == stages.end()) {
     std::string list;
@@ -151,10 +154,16 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
   for (const auto& path : paths) {
     kiln::Context ctx;
     std::vector<ScheduledKernel> kernels;
-    if (!schedule_spec(path, ctx, kernels)) {
+    std::vector<const kiln::UOp*> dims;
+    if (!schedule_spec(path, ctx, kernels, &dims)) {
       rc = 1;
       continue;
     }
+    std::string dim_list;
+    for (const kiln::UOp* d : dims)
+      dim_list += (dim_list.empty() ? "" : ", ") + std::string(d->arg<kiln::VarArg>().name);
+    out += "/* " + path + ": vars[] holds the dims in declaration order: " + (dim_list.empty() ? "none" : dim_list) +
+           " */\n";
     for (const auto& k : kernels) {
       if (!only.empty() && k.name != only) continue;
       any = true;
@@ -165,7 +174,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
         };
         kiln::codegen::PipelineOptions opts;
         opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) { dump(stage, kiln::print_graph(s)); };
-        kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, k.schedule.vars, opts);
+        kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
         std::string lin;
         for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
         dump("linearize", lin);
@@ -177,9 +186,28 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
     std::cerr << "kiln: error: no kernel named '" << only << "'\n";
     return 1;
   }
-  if (rc == 0) std::cout << out;
   std::cout.flush();
-  return rc;
+  if (rc != 0) return rc;
+  if (output.empty()) {
+    std::cout << out;
+    std::cout.flush();
+    return 0;
+  }
+  // write a temporary next to the target, then rename: a failed run never leaves half a file
+  std::string tmp = output + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << out;
+    if (!f.flush()) {
+      std::cerr << "kiln: error: cannot write " << tmp << "\n";
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+    std::cerr << "kiln: error: cannot write " << output << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -213,6 +241,8 @@ int main(int argc, char** argv) {
   codegen->add_option("--kernel", only, "only this spec kernel");
   codegen->add_option("--dump-after", dump_after, "print the IR after this pipeline stage (before the C)");
   codegen->add_flag("--dump-all", dump_all, "print the IR after every stage");
+  std::string output;
+  codegen->add_option("-o,--output", output, "write the C here instead of standard output");
   std::string stage_list;
   for (auto n : kiln::codegen::stage_names()) stage_list += "\n  " + std::string(n);
   codegen->footer(
@@ -226,7 +256,7 @@ int main(int argc, char** argv) {
   if (check->parsed()) return run_check(specs);
   if (codegen->parsed()) {
     try {
-      return run_codegen(cg_specs, only, dump_after, dump_all);
+      return run_codegen(cg_specs, only, dump_after, dump_all, output);
     } catch (const kiln::InternalError& e) {
       std::cerr << "kiln: internal error: " << e.what() << "\n";
       return 70;

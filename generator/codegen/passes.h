@@ -14,8 +14,14 @@ struct ReduceContext {
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
 const PatternMatcher& pm_add_loads();
 
+// expander (expander.cpp): Upcast ranges of ENDs and Unroll ranges of REDUCEs unrolled into copies.
+const PatternMatcher& pm_expander();
+
 // remove reduces (reduce.cpp): REDUCE -> an accumulator register; graph_rewrite ctx: ReduceContext.
 const PatternMatcher& pm_remove_reduces();
+// Accumulations that the expander copied loop over the same range in the same place: one END
+// (over a GROUP of their updates) closes the range for all of them, so they share one loop.
+const UOp* merge_reduce_ends(const UOp* sink);
 
 // split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last.
 const PatternMatcher& pm_split_ends();

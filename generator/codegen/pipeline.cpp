@@ -1,5 +1,6 @@
 #include "generator/codegen/pipeline.h"
 
+#include "generator/codegen/opt/opts.h"
 #include "generator/codegen/passes.h"
 #include "generator/ir/verify.h"
 #include "generator/render/c.h"
@@ -20,9 +21,12 @@ class Stages {
     return s;
   }
   const UOp* rewrite(const UOp* s, const PatternMatcher& pm, const char* name, void* ctx = nullptr) {
+    return done(rewrite_only(s, pm, name, ctx), name);
+  }
+  static const UOp* rewrite_only(const UOp* s, const PatternMatcher& pm, const char* name, void* ctx = nullptr) {
     RewriteOptions ro;
     ro.name = name;
-    return done(graph_rewrite(s, pm, ctx, ro), name);
+    return graph_rewrite(s, pm, ctx, ro);
   }
 
  private:
@@ -38,9 +42,14 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // not yet for the CPU: early movement ops, load collapse, split ranges (the scheduler's ASTs
   // carry no movement ops and no tensor-indexed loads)
   s = st.rewrite(s, sym(), "initial symbolic");  // index math in canonical form before anything reads it
-  // not yet: simplify ranges, apply opts, post-opt symbolic, expander (no opts: no vectors)
+  // not yet: simplify ranges (merging adjacent ranges)
+  if (opts.optimize) hand_coded_optimizations(s);
+  s = st.done(s, "apply opts");                    // register tiles for reductions into 2-D outputs
+  s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile
+  s = st.rewrite(s, sym(), "post-opt symbolic");   // folds the index math of the copies
   s = st.rewrite(s, pm_add_loads(), "add loads");  // reads become explicit before reduces make registers
-  s = st.rewrite(s, pm_remove_reduces(), "remove reduces", &reduces);  // REDUCE -> accumulator registers
+  // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
+  s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
   // not yet: local buffers, gpu dims / thread axis, devectorize, memory coalescing
   s = st.rewrite(s, pm_split_ends(), "split ends");        // one loop per END, for the linearizer
   s = st.done(lower_index_dtype(s), "lower index dtype");  // int32 where every index value fits
@@ -51,9 +60,9 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
 }
 
 const std::vector<std::string_view>& stage_names() {
-  static const std::vector<std::string_view> names = {"kernel ast",     "initial symbolic", "add loads",
-                                                      "remove reduces", "split ends",       "lower index dtype",
-                                                      "final symbolic", "commit weak",      "linearize"};
+  static const std::vector<std::string_view> names = {
+      "kernel ast",     "initial symbolic", "apply opts",        "expander",       "post-opt symbolic", "add loads",
+      "remove reduces", "split ends",       "lower index dtype", "final symbolic", "commit weak",       "linearize"};
   return names;
 }
 

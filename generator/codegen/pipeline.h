@@ -16,7 +16,8 @@ namespace kiln::codegen {
 struct PipelineOptions {
   // called after every stage with its name and result (kiln --dump-after, tests)
   std::function<void(std::string_view stage, const UOp* sink)> after_stage;
-  bool verify = true;  // run the IR verifier after every stage (InternalError naming the stage)
+  bool verify = true;    // run the IR verifier after every stage (InternalError naming the stage)
+  bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
 };
 
 // The stage names in order, as PipelineOptions::after_stage reports them, then "linearize".

@@ -7,8 +7,11 @@
 // AFTER orders the accesses; the linearizer places each at the depth of the ranges it uses.
 #include "generator/codegen/passes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace kiln::codegen {
@@ -66,6 +69,66 @@ const UOp* reduce_to_acc(const Match& m, void* vctx) {
 const PatternMatcher& pm_remove_reduces() {
   static const PatternMatcher pm({Rule(UPat::op({Op::REDUCE}).allow_any_len(), reduce_to_acc)});
   return pm;
+}
+
+const UOp* merge_reduce_ends(const UOp* sink) {
+  // an accumulator's END: END(STORE(AFTER(acc, init, ranges...), v), ranges...). ENDs closing
+  // the same ranges share one loop when their accumulators are reset in the same place (the
+  // outer ranges of their init); a copy reset elsewhere gets its own clone of the ranges, since a
+  // loop closed twice has no place.
+  auto is_acc_end = [](const UOp* u) {
+    return u->op == Op::END && u->src(0)->op == Op::STORE && u->src(0)->src(0)->op == Op::AFTER &&
+           u->src(0)->src(0)->src(0)->op == Op::BUFFER;
+  };
+  using Key = std::vector<const UOp*>;
+  std::map<Key, std::map<Key, std::vector<const UOp*>>> by_ranges;  // ranges -> reset place -> ENDs
+  std::map<Key, std::vector<Key>> place_order;
+  std::vector<Key> range_order;
+  int32_t next_axis = 0;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op == Op::RANGE) next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
+    if (!is_acc_end(u)) continue;
+    Key ranges(u->src().begin() + 1, u->src().end()), place;
+    const UOp* init = u->src(0)->src(0)->src(1);
+    if (init->op == Op::STORE && init->src(0)->op == Op::AFTER)
+      place.assign(init->src(0)->src().begin() + 1, init->src(0)->src().end());
+    auto& places = by_ranges[ranges];
+    if (places.empty()) range_order.push_back(ranges);
+    auto& ends = places[place];
+    if (ends.empty()) place_order[ranges].push_back(place);
+    ends.push_back(u);
+  }
+  std::unordered_map<const UOp*, const UOp*> merged;
+  Context& ctx = sink->ctx();
+  for (const Key& ranges : range_order) {
+    const auto& places = place_order[ranges];
+    if (places.size() == 1 && by_ranges[ranges][places[0]].size() == 1) continue;
+    for (size_t pi = 0; pi < places.size(); ++pi) {
+      std::vector<const UOp*> ends = by_ranges[ranges][places[pi]];
+      Key rs = ranges;
+      if (pi > 0) {  // a reset place of its own: its own copy of the loops
+        std::unordered_map<const UOp*, const UOp*> clone;
+        for (const UOp*& r : rs) {
+          RangeArg a = r->arg<RangeArg>();
+          a.axis = next_axis++;
+          const UOp* c = ctx.make(Op::RANGE, r->dtype, r->src(), a);
+          clone[r] = c;
+          r = c;
+        }
+        for (const UOp*& e : ends) e = substitute(e, clone);
+      }
+      const UOp* end = ends[0];
+      if (ends.size() > 1) {
+        std::vector<const UOp*> stores;
+        for (const UOp* e : ends) stores.push_back(e->src(0));
+        std::vector<const UOp*> src{ctx.make(Op::GROUP, dtypes::void_, stores)};
+        src.insert(src.end(), rs.begin(), rs.end());
+        end = ctx.make(Op::END, dtypes::void_, src);
+      }
+      for (const UOp* e : by_ranges[ranges][places[pi]]) merged[e] = end;
+    }
+  }
+  return merged.empty() ? sink : substitute(sink, merged);
 }
 
 }  // namespace kiln::codegen

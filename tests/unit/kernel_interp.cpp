@@ -5,17 +5,19 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <unordered_map>
 
 #include "generator/ir/text.h"
 #include "tests/unit/exact_eval.h"
+#include "tests/unit/kernel_machine.h"
 
 namespace kiln::interp {
 
 namespace {
 
-// ---------------------------------------------------------------- typed bytes
+// ---------------------------------------------------------------- typed bytes (see kernel_machine.h)
 
 template <class T> void put(std::byte* p, T x) { std::memcpy(p, &x, sizeof(T)); }
 template <class T> T take(const std::byte* p) {
@@ -55,6 +57,10 @@ uint16_t bf16_bits(double x) {
 }
 
 double bf16_value(uint16_t b) { return double(std::bit_cast<float>(uint32_t(b) << 16)); }
+
+}  // namespace
+
+namespace detail {
 
 bool is_storable(DType d) { return d.count == 1 && !d.ptr && !is_weak(d) && d.scalar != Scalar::Void; }
 
@@ -150,16 +156,26 @@ std::string show(const UOp* u) {
   return s.size() > 160 ? s.substr(0, 160) + "..." : s;
 }
 
-// ---------------------------------------------------------------- one kernel
+std::string kernel_name(const UOp* sink, std::string fallback) {
+  return sink->has_arg<Name>() ? std::string(sink->arg<Name>().s) : fallback;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
+
+// ---------------------------------------------------------------- the graph form
 
 // Evaluates a kernel's values on demand. A node's value is cached with the versions of what it
 // depends on (the RANGEs in its slice that no REDUCE inside it binds, and the buffers it loads
 // from); a range's version changes with its loop variable, a buffer's with every store to it. So a
 // shared node is computed once per iteration point, and a row statistic once per row.
-class KernelRun {
+class KernelRun : Machine {
  public:
   KernelRun(const UOp* sink, std::string name, std::span<Buf* const> params, const Vars& vars)
-      : sink_(sink), params_(params), vars_(vars), name_(std::move(name)) {
+      : Machine(std::move(name), params, vars), sink_(sink) {
     index_.assign(sink->ctx().size(), -1);
     for (const UOp* u : toposort(sink)) add_node(u);
     version_.assign(nkeys_, 0);
@@ -178,20 +194,13 @@ class KernelRun {
     ConstValue value;
     bool cached = false;
   };
-  struct Access {
-    Buf* buf = nullptr;
-    uint32_t key = 0;
-    int64_t index = 0;
-    bool valid = false;
-  };
 
-  [[noreturn]] void fail(const UOp* u, const std::string& what) const {
+  std::string location() const override {
     std::string at;
     for (const auto& [r, key] : range_key_)
       if (bound_[key])
         at += " axis" + std::to_string(r->arg<RangeArg>().axis) + "=" + std::to_string(range_value_[key]);
-    throw InterpError("kernel " + name_ + ": " + std::string(op_name(u->op)) + ": " + what +
-                      (at.empty() ? "" : " (at" + at + ")") + " in " + show(u));
+    return at.empty() ? "" : " (at" + at + ")";
   }
 
   void add_node(const UOp* u) {
@@ -223,28 +232,6 @@ class KernelRun {
     nodes_.push_back(std::move(n));
   }
 
-  Buf* param_buf(const UOp* p) const {
-    int32_t slot = p->arg<ParamArg>().slot;
-    if (slot < 0 || size_t(slot) >= params_.size() || !params_[size_t(slot)])
-      fail(p, "no buffer for slot " + std::to_string(slot));
-    return params_[size_t(slot)];
-  }
-
-  void check_param(const UOp* p) {
-    Buf* b = param_buf(p);
-    if (!p->dtype.ptr || p->dtype.elem() != b->dtype())
-      fail(p, "dtype " + to_string(p->dtype) + " but the buffer holds " + to_string(b->dtype()));
-    int64_t count = p->arg<ParamArg>().size;
-    if (p->nsrc() > 0) count = int_of(eval(p->src(0)), p);
-    if (count >= 0 && count != b->numel())
-      fail(p, "element count " + std::to_string(count) + " but the buffer has " + std::to_string(b->numel()));
-  }
-
-  int64_t int_of(const ConstValue& v, const UOp* u) const {
-    if (!v.is_int() && !v.is_bool()) fail(u, "expected an integer");
-    return v.i;
-  }
-
   // ---- statements
 
   void exec(const UOp* u) {
@@ -253,7 +240,7 @@ class KernelRun {
     } else if (u->op == Op::END) {
       loop(u, u->src().subspan(1), 0, [&] { exec(u->src(0)); });
     } else if (u->op == Op::STORE) {
-      store(u);
+      if (int32_t slot = store(u); slot >= 0) version_[slot_key_.at(slot)] = ++clock_;
     } else if (u->op != Op::NOOP) {
       fail(u, "not supported as a statement");
     }
@@ -276,38 +263,9 @@ class KernelRun {
     version_[key] = ++clock_;  // values cached inside the loop must not outlive it
   }
 
-  Access access(const UOp* idx) {
-    if (idx->op != Op::INDEX || idx->nsrc() < 2) fail(idx, "expected INDEX(PARAM, idx)");
-    const UOp* p = idx->src(0);
-    if (p->op != Op::PARAM) fail(idx, "indexes a " + std::string(op_name(p->op)) + ", not a PARAM");
-    Access a{param_buf(p), slot_key_.at(p->arg<ParamArg>().slot), 0, false};
-    if (idx->nsrc() > 2 && !truthy(eval(idx->src(2)))) return a;
-    ConstValue i = eval(idx->src(1));
-    if (i.is_invalid()) return a;
-    a.index = int_of(i, idx);
-    if (a.index < 0 || a.index >= a.buf->numel())
-      fail(idx, "index " + std::to_string(a.index) + " out of bounds of param " +
-                    std::to_string(p->arg<ParamArg>().slot) + " '" + std::string(p->arg<ParamArg>().name) + "' with " +
-                    std::to_string(a.buf->numel()) + " elements");
-    a.valid = true;
-    return a;
-  }
-
-  void store(const UOp* st) {
-    if (st->nsrc() < 2) fail(st, "expected STORE(INDEX, value)");
-    if (st->nsrc() > 2 && !truthy(eval(st->src(2)))) return;
-    Access a = access(st->src(0));
-    if (!a.valid) return;
-    DType vd = st->src(1)->dtype, bd = a.buf->dtype();
-    if (vd != bd && !(is_weak(vd) && weak_of(bd) == vd))
-      fail(st, "stores a " + to_string(vd) + " into a " + to_string(bd) + " buffer");
-    ConstValue v = eval(st->src(1));
-    if (v.is_invalid()) fail(st, "stores Invalid");
-    a.buf->set(a.index, v);
-    version_[a.key] = ++clock_;
-  }
-
   // ---- values
+
+  ConstValue operand(const UOp* u) override { return eval(u); }
 
   ConstValue eval(const UOp* u) {
     int32_t i = index_[u->id];
@@ -319,25 +277,6 @@ class KernelRun {
     for (size_t k = 0; k < n.deps.size(); ++k) n.stamp[k] = version_[n.deps[k]];
     n.value = v;
     n.cached = true;
-    return v;
-  }
-
-  ConstValue alu(const UOp* u, Op op, std::span<const ConstValue> args) {
-    auto r = exec_alu(op, u->dtype, args);
-    if (!r) {
-      std::string ops;
-      for (const ConstValue& a : args)
-        ops += (ops.empty() ? "" : ", ") + (a.is_float() ? std::to_string(a.f) : std::to_string(a.i));
-      fail(u, "undefined result for (" + ops + ")");
-    }
-    return *r;
-  }
-
-  ConstValue load(const UOp* idx) {
-    Access a = access(idx);
-    if (!a.valid) return zero_of(a.buf->dtype());
-    ConstValue v = a.buf->get(a.index);
-    if (v.is_invalid()) fail(idx, "reads a bool that was never written at " + std::to_string(a.index));
     return v;
   }
 
@@ -359,147 +298,22 @@ class KernelRun {
     return acc;
   }
 
-  ConstValue bitcast(const UOp* u) {
-    DType from = u->src(0)->dtype, to = u->dtype;
-    if (!is_storable(from) || !is_storable(to) || itemsize(from) != itemsize(to))
-      fail(u, "bitcast from " + to_string(from) + " to " + to_string(to) + " not supported");
-    std::byte bytes[8];
-    encode(from, truncate_to(from, eval(u->src(0))), bytes);
-    ConstValue v = decode(to, bytes);
-    if (v.is_invalid()) fail(u, "the bits are not a bool");
-    return v;
-  }
-
-  ConstValue cast(const UOp* u) {
-    ConstValue v = eval(u->src(0));
-    if (u->src(0)->dtype.scalar == Scalar::Uint64 && is_float(u->dtype) && v.is_int())
-      v = ConstValue::of_float(double(uint64_t(v.i)));
-    return alu(u, Op::CAST, std::span(&v, 1));
-  }
-
-  ConstValue var(const UOp* u) {
-    const VarArg& va = u->arg<VarArg>();
-    auto it = vars_.find(std::string(va.name));
-    if (it == vars_.end()) fail(u, "no value for " + std::string(va.name));
-    if (is_float(u->dtype)) return ConstValue::of_float(double(it->second));
-    if (it->second < va.min || it->second > va.max || (va.multiple_of > 1 && it->second % va.multiple_of != 0))
-      fail(u, std::string(va.name) + " = " + std::to_string(it->second) + " is outside its bounds");
-    return truncate_to(u->dtype, ConstValue::of_int(it->second));
-  }
-
   ConstValue compute(const UOp* u) {
-    switch (u->op) {
-      case Op::CONST:
-        return u->cval();
-      case Op::DEFINE_VAR:
-        return var(u);
-      case Op::RANGE: {
-        uint32_t key = range_key_.at(u);
-        if (!bound_[key]) fail(u, "used outside the loop that binds it");
-        return ConstValue::of_int(range_value_[key]);
-      }
-      case Op::INDEX:
-        return load(u);
-      case Op::LOAD:
-        if (u->nsrc() != 1) fail(u, "only LOAD(INDEX) is supported");
-        return load(u->src(0));
-      case Op::REDUCE:
-        return reduce(u);
-      case Op::WHERE: {
-        ConstValue c = eval(u->src(0));
-        if (c.is_invalid()) fail(u, "the condition is Invalid");
-        return truncate_to(u->dtype, eval(u->src(truthy(c) ? 1 : 2)));
-      }
-      case Op::CAST:
-        return cast(u);
-      case Op::BITCAST:
-        return bitcast(u);
-      case Op::EXP2:
-      case Op::LOG2:
-      case Op::SIN:
-      case Op::SQRT:
-      case Op::RECIPROCAL:
-      case Op::NEG:
-      case Op::TRUNC:
-      case Op::ADD:
-      case Op::MUL:
-      case Op::SHL:
-      case Op::SHR:
-      case Op::CDIV:
-      case Op::MAX:
-      case Op::CMOD:
-      case Op::CMPLT:
-      case Op::CMPNE:
-      case Op::CMPEQ:
-      case Op::XOR:
-      case Op::OR:
-      case Op::AND:
-      case Op::SUB:
-      case Op::FDIV:
-      case Op::POW:
-      case Op::FLOORDIV:
-      case Op::FLOORMOD:
-      case Op::MULACC: {
-        ConstValue args[3];
-        if (u->nsrc() > 3) fail(u, "too many sources");
-        for (size_t k = 0; k < u->nsrc(); ++k) args[k] = eval(u->src(k));
-        return alu(u, u->op, std::span(args, u->nsrc()));
-      }
-      case Op::THREEFRY:
-      case Op::SPECIAL:
-      case Op::BUFFER:
-      case Op::NOOP:
-      case Op::REWRITE_ERROR:
-      case Op::PARAM:
-      case Op::FUNCTION:
-      case Op::CALL:
-      case Op::PROGRAM:
-      case Op::LINEAR:
-      case Op::SOURCE:
-      case Op::BINARY:
-      case Op::SINK:
-      case Op::AFTER:
-      case Op::GROUP:
-      case Op::STACK:
-      case Op::TUPLE:
-      case Op::GETTUPLE:
-      case Op::GETADDR:
-      case Op::SHRINK:
-      case Op::STORE:
-      case Op::WMMA:
-      case Op::BARRIER:
-      case Op::IF:
-      case Op::END:
-      case Op::ENDIF:
-      case Op::WAIT:
-      case Op::CUSTOM:
-      case Op::CUSTOMI:
-      case Op::INS:
-      case Op::CONTIGUOUS:
-      case Op::CONTIGUOUS_BACKWARD:
-      case Op::DETACH:
-      case Op::STAGE:
-      case Op::COPY:
-      case Op::MSELECT:
-      case Op::MSTACK:
-      case Op::CUSTOM_FUNCTION:
-      case Op::RESHAPE:
-      case Op::PERMUTE:
-      case Op::EXPAND:
-      case Op::PAD:
-      case Op::FLIP:
-      case Op::IOTA:
-      case Op::UNSHARD:
-      case Op::ALLREDUCE:
-        break;
+    if (u->op == Op::RANGE) {
+      uint32_t key = range_key_.at(u);
+      if (!bound_[key]) fail(u, "used outside the loop that binds it");
+      return ConstValue::of_int(range_value_[key]);
     }
-    fail(u, "not supported");
+    if (u->op == Op::INDEX) return load(u);
+    if (u->op == Op::LOAD) {
+      if (u->nsrc() != 1 || u->src(0)->op != Op::INDEX) fail(u, "only LOAD(INDEX) is supported");
+      return load(u->src(0));
+    }
+    if (u->op == Op::REDUCE) return reduce(u);
+    return value(u);
   }
 
   const UOp* sink_;
-  std::span<Buf* const> params_;
-  const Vars& vars_;
-  std::string name_;
   std::vector<int32_t> index_;  // node id -> nodes_ index (-1: not in this kernel)
   std::vector<Node> nodes_;
   std::map<const UOp*, uint32_t, bool (*)(const UOp*, const UOp*)> range_key_{
@@ -581,11 +395,21 @@ std::vector<ConstValue> Buf::values() const {
 
 void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars) {
   if (sink->op != Op::SINK) throw InterpError("run_kernel: expected a SINK, got " + std::string(op_name(sink->op)));
-  KernelRun(sink, sink->has_arg<Name>() ? std::string(sink->arg<Name>().s) : "kernel", params_by_slot, vars).run();
+  KernelRun(sink, kernel_name(sink, "kernel"), params_by_slot, vars).run();
 }
 
 std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
                                  const std::vector<std::vector<double>>& inputs, const RunOptions& opts) {
+  return run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<Buf* const> params) {
+    const schedule::Kernel& kernel = s.kernels[k];
+    if (kernel.ast->op != Op::SINK) throw InterpError("kernel " + kernel.name + ": expected a SINK");
+    KernelRun(kernel.ast, kernel_name(kernel.ast, kernel.name), params, vars).run();
+  });
+}
+
+std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
+                                 const std::vector<std::vector<double>>& inputs, const RunOptions& opts,
+                                 const KernelRunner& run) {
   using Kind = schedule::Buffer::Kind;
   size_t nb = s.buffers.size();
   std::vector<std::vector<int64_t>> shapes(nb);
@@ -650,11 +474,10 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
                             " share workspace bytes while both are live");
       }
 
-  for (const schedule::Kernel& k : s.kernels) {
+  for (size_t k = 0; k < s.kernels.size(); ++k) {
     std::vector<Buf*> params;
-    for (int32_t b : k.buffers) params.push_back(&bufs[size_t(b)]);
-    if (k.ast->op != Op::SINK) throw InterpError("kernel " + k.name + ": expected a SINK");
-    KernelRun(k.ast, k.ast->has_arg<Name>() ? std::string(k.ast->arg<Name>().s) : k.name, params, vars).run();
+    for (int32_t b : s.kernels[k].buffers) params.push_back(&bufs[size_t(b)]);
+    run(k, params);
   }
 
   std::vector<Output> outs;

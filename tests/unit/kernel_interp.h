@@ -3,11 +3,14 @@
 // dtype (kiln::exec_alu, kiln::truncate_to: float32 rounds to float32, int32 wraps). Every index
 // is bounds-checked against its PARAM's element count, and a whole schedule runs with all its
 // intermediates placed at their planned offsets in one poisoned workspace arena, so a wrong index
-// or a wrong memory plan shows up as an InterpError or as a wrong result.
+// or a wrong memory plan shows up as an InterpError or as a wrong result. It runs the IR of every
+// codegen stage too: the graph form until "remove reduces", then linear programs with accumulator
+// registers (run_linear, run_stage).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <stdexcept>
@@ -62,6 +65,17 @@ int64_t eval_dim(const UOp* d, const Vars& vars);
 // element count (its source, evaluated with `vars`) and element dtype must match its buffer.
 void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars);
 
+// Runs a linear program (codegen::linearize's list, SINK last) the way the rendered C runs it: a
+// RANGE opens its loop (its end evaluated once, at the start), the END of that range jumps back or
+// falls through; every other node runs when reached. A value is its latest evaluation, readable
+// only where C's block scoping shows it; accumulators (BUFFER in AddrSpace::Reg, addressed
+// directly or through AFTER) are registers. Loads, stores and bounds checks are run_kernel's.
+void run_linear(std::span<const UOp* const> linear, std::span<Buf* const> params_by_slot, const Vars& vars);
+
+// Runs the sink of any codegen stage: the graph form while it has REDUCEs or no registers,
+// otherwise split into one END per loop, linearized, and run as a linear program.
+void run_stage(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars);
+
 struct Output {
   std::string name;
   DType dtype;
@@ -80,5 +94,14 @@ struct RunOptions {
 // output position. Outputs and the workspace are poisoned before the first kernel.
 std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
                                  const std::vector<std::vector<double>>& inputs, const RunOptions& opts = {});
+
+// Runs kernel k of a schedule on its buffers (params_by_slot order).
+using KernelRunner = std::function<void(size_t kernel, std::span<Buf* const> params_by_slot)>;
+
+// The same, with each kernel run by `run` (any stage's sink through run_stage, a linear program
+// through run_linear, ...) instead of run_kernel on its AST.
+std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
+                                 const std::vector<std::vector<double>>& inputs, const RunOptions& opts,
+                                 const KernelRunner& run);
 
 }  // namespace kiln::interp

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "generator/codegen/opt/opts.h"
 #include "generator/codegen/passes.h"
 #include "generator/codegen/pipeline.h"
 #include "generator/ir/text.h"
@@ -122,7 +123,9 @@ TEST_F(CodegenTest, MlpAtTheBoundsOfItsBatch) {
 }
 
 TEST_F(CodegenTest, MatmulShapes) {
-  for (auto [m, k, n] : {std::tuple{1, 7, 5}, {6, 1, 4}, {5, 7, 1}, {13, 11, 7}, {31, 37, 29}}) {
+  // the last three tile (4 rows x 16 / 8 columns): the register-tiled path
+  for (auto [m, k, n] :
+       {std::tuple{1, 7, 5}, {6, 1, 4}, {5, 7, 1}, {13, 11, 7}, {31, 37, 29}, {32, 24, 48}, {4, 3, 16}, {12, 64, 40}}) {
     ins.clear();
     Tensor a = input("a", {m, k}), b = input("b", {k, n});
     expect_matches({a.matmul(b)});
@@ -136,6 +139,10 @@ TEST_F(CodegenTest, ConvolutionsPoolingAttention) {
   Tensor x = input("x", {2, 4, 7, 6}), w = input("w", {6, 2, 3, 2}), bias = input("bias", {6});
   expect_matches(
       {x.conv2d(w, &bias, 2, {2, 1}, {1, 2}, {1, 1}).relu(), x.max_pool2d({2, 2}), x.avg_pool2d({3, 3}, {2, 2})});
+  ins.clear();
+  // tiled: 16 columns x 4 rows of output, where padding makes some copies independent of a loop
+  Tensor x2 = input("x2", {1, 4, 8, 16}), w2 = input("w2", {8, 4, 3, 3});
+  expect_matches({x2.conv2d(w2, nullptr, 1, {1, 1}, {1, 1}, {1, 1}), x2.max_pool2d({3, 3}, {1, 1}, {1, 1})});
   ins.clear();
   const UOp* s = ctx.var("S", 1, 6);
   Tensor q = input("q", {2, s, 8}), k = input("k", {2, s, 8}), v = input("v", {2, s, 8});
@@ -173,7 +180,9 @@ TEST_F(CodegenTest, FusedSoftmaxHoistsRowStatisticsOutOfTheRowLoop) {
   std::vector<Tensor> outs{x.softmax(-1)};
   schedule::Schedule s = schedule::schedule(ins, outs, "softmax");
   ASSERT_EQ(s.kernels.size(), 1u);
-  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  codegen::PipelineOptions plain;
+  plain.optimize = false;  // the loops as scheduled (opts would unroll the output loop)
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars, plain).source;
   // the max loop and the sum loop close before the output loop opens, inside the row loop
   size_t row = c.find("for (int32_t ridx0"), out = c.find("for (int32_t ridx1");
   size_t max_loop = c.find("for (int32_t ridx2"), sum_loop = c.find("for (int32_t ridx3");
@@ -181,6 +190,36 @@ TEST_F(CodegenTest, FusedSoftmaxHoistsRowStatisticsOutOfTheRowLoop) {
   EXPECT_LT(row, max_loop) << c;
   EXPECT_LT(max_loop, sum_loop) << c;
   EXPECT_LT(sum_loop, out) << c;
+}
+
+TEST(CodegenOpts, MatmulIsRegisterTiled) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {64, 32}), b = Tensor::input(ctx, "b", dtypes::float32, {32, 48});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  const UOp* sink = s.kernels[0].ast;
+  std::vector<codegen::Opt> opts = codegen::hand_coded_optimizations(sink);
+  ASSERT_EQ(opts.size(), 2u);
+  EXPECT_EQ(opts[0].str(), "UPCAST(1, 16)");
+  EXPECT_EQ(opts[1].str(), "UPCAST(0, 4)");
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  // 64 accumulators, one loop over K
+  EXPECT_NE(c.find("float acc63;"), std::string::npos);
+  size_t k_loops = 0;
+  for (size_t p = c.find("ridx2 < 32"); p != std::string::npos; p = c.find("ridx2 < 32", p + 1)) ++k_loops;
+  EXPECT_EQ(k_loops, 1u) << c;
+}
+
+TEST(CodegenOpts, OptsThatDoNotDivideAreRefused) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {6, 5}), b = Tensor::input(ctx, "b", dtypes::float32, {5, 7});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Upcast, 1, 4}), nullptr);  // 7 % 4
+  EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Upcast, 2, 5}), nullptr);  // a reduce axis
+  EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Unroll, 0, 2}), nullptr);  // an output axis
+  EXPECT_NE(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Unroll, 2, 5}), nullptr);  // K fully unrolled
+  EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Upcast, 9, 2}), nullptr);  // no such axis
 }
 
 TEST(CodegenGolden, ElementwiseKernelText) {

@@ -1,0 +1,101 @@
+#include "generator/codegen/opt/opts.h"
+
+#include <algorithm>
+
+#include "generator/rewrite/rewrite.h"
+#include "generator/symbolic/symbolic.h"
+
+namespace kiln::codegen {
+
+std::string Opt::str() const {
+  return std::string(kind == Kind::Upcast ? "UPCAST" : "UNROLL") + "(" + std::to_string(axis) + ", " +
+         std::to_string(amount) + ")";
+}
+
+namespace {
+
+// END and REDUCE list their ranges as sources: put the two pieces where the range was.
+struct SplitRanges {
+  const UOp* expr;
+  std::vector<const UOp*> pieces;
+};
+
+const UOp* split_range_lists(const Match& m, void* vctx) {
+  const UOp* u = m.root;
+  auto& sr = *static_cast<SplitRanges*>(vctx);
+  std::vector<const UOp*> src{u->src(0)};
+  bool changed = false;
+  for (const UOp* s : u->src().subspan(1)) {
+    if (s == sr.expr) {
+      src.insert(src.end(), sr.pieces.begin(), sr.pieces.end());
+      changed = true;
+    } else {
+      src.push_back(s);
+    }
+  }
+  return changed ? u->with_src(src) : nullptr;
+}
+
+}  // namespace
+
+const UOp* apply_opt(const UOp* sink, const Opt& opt) {
+  const UOp* r = nullptr;
+  int32_t next_axis = 0;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::RANGE) continue;
+    next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
+    AxisType t = u->arg<RangeArg>().type;
+    if (u->arg<RangeArg>().axis == opt.axis && t != AxisType::Upcast && t != AxisType::Unroll) r = u;
+  }
+  if (!r || opt.amount < 2) return nullptr;
+  // the end must be a multiple of the amount: a constant, or a dim declared as a multiple
+  const UOp* outer_end = r->src(0)->divides(opt.amount);
+  if (!outer_end) return nullptr;
+  outer_end = simplify(outer_end);
+  bool whole = outer_end->op == Op::CONST && outer_end->ival() == 1;
+  bool reduce = r->arg<RangeArg>().type == AxisType::Reduce;
+  if ((opt.kind == Opt::Kind::Unroll) != reduce) return nullptr;  // UPCAST splits outputs, UNROLL reductions
+  Context& ctx = sink->ctx();
+  RangeArg inner_arg{next_axis, opt.kind == Opt::Kind::Upcast ? AxisType::Upcast : AxisType::Unroll, -1};
+  const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
+  SplitRanges sr{inner, {inner}};
+  if (!whole) {
+    RangeArg outer_arg = r->arg<RangeArg>();
+    outer_arg.sub = 0;
+    const UOp* outer = ctx.make(Op::RANGE, r->dtype, {outer_end}, outer_arg);
+    sr.expr =
+        ctx.make(Op::ADD, r->dtype, {ctx.make(Op::MUL, r->dtype, {outer, ctx.cint(opt.amount, r->dtype)}), inner});
+    sr.pieces = {outer, inner};
+  }
+  const UOp* s = substitute(sink, {{r, sr.expr}});
+  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
+  RewriteOptions o;
+  o.name = "apply opts";
+  return graph_rewrite(s, pm, &sr, o);
+}
+
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
+  std::vector<Opt> applied;
+  bool reduces = false;
+  for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
+  if (!reduces || sink->nsrc() != 1 || sink->src(0)->op != Op::END) return applied;
+  // the output axes, outermost first
+  const UOp* end = sink->src(0);
+  std::vector<const UOp*> axes(end->src().begin() + 1, end->src().end());
+  auto try_opt = [&](const UOp* r, std::initializer_list<int64_t> amounts) {
+    for (int64_t amt : amounts) {
+      Opt o{Opt::Kind::Upcast, r->arg<RangeArg>().axis, amt};
+      if (const UOp* s = apply_opt(sink, o)) {
+        sink = s;
+        applied.push_back(o);
+        return;
+      }
+    }
+  };
+  // register tiles: 16 columns (one AVX-512 vector of floats), 4 rows
+  if (!axes.empty()) try_opt(axes.back(), {16, 8, 4});
+  if (axes.size() >= 2) try_opt(axes[axes.size() - 2], {4, 2});
+  return applied;
+}
+
+}  // namespace kiln::codegen

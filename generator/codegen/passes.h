@@ -8,7 +8,8 @@
 namespace kiln::codegen {
 
 struct ReduceContext {
-  int32_t acc_num = 0;  // accumulators made so far (their BUFFER slot)
+  int32_t acc_num = 0;    // accumulators made so far (their BUFFER slot)
+  int32_t next_axis = 0;  // for the lane loops it clones: above every axis of the kernel
 };
 
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.

@@ -33,6 +33,40 @@ const UOp* identity(Context& ctx, Op op, DType d) {
   }
 }
 
+const UOp* clone_range(const UOp* r, ReduceContext& rc) {
+  RangeArg a = r->arg<RangeArg>();
+  a.axis = rc.next_axis++;
+  return r->ctx().make(Op::RANGE, r->dtype, r->src(), a);
+}
+
+const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const UOp*> outer, const UOp* lane) {
+  Context& ctx = r->ctx();
+  Op op = r->arg<ReduceArg>().op;
+  auto ranges = r->src().subspan(1);
+  int64_t width = lane->src(0)->ival();
+  const UOp* acc =
+      ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Reg), {ctx.cint(width)}, ParamArg{rc.acc_num++, width, {}});
+  outer.erase(std::find(outer.begin(), outer.end(), lane));
+  outer[0] = acc;
+  const UOp* l_init = clone_range(lane, rc);
+  const UOp* init_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, outer), l_init});
+  const UOp* init = ctx.make(Op::END, dtypes::void_,
+                             {ctx.make(Op::STORE, dtypes::void_, {init_at, identity(ctx, op, r->dtype)}), l_init});
+  std::vector<const UOp*> in_src{acc, init};
+  in_src.insert(in_src.end(), ranges.begin(), ranges.end());
+  const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);
+  const UOp* l_upd = clone_range(lane, rc);
+  const UOp* at = ctx.make(Op::INDEX, r->dtype, {acc_in, l_upd});
+  const UOp* body = substitute(r->src(0), {{lane, l_upd}});
+  const UOp* upd =
+      ctx.make(Op::STORE, dtypes::void_, {at, ctx.make(op, r->dtype, {ctx.make(Op::LOAD, r->dtype, {at}), body})});
+  std::vector<const UOp*> end_src{ctx.make(Op::END, dtypes::void_, {upd, l_upd})};
+  end_src.insert(end_src.end(), ranges.begin(), ranges.end());
+  const UOp* end = ctx.make(Op::END, dtypes::void_, end_src);
+  const UOp* out_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, end}), lane});
+  return ctx.make(Op::LOAD, r->dtype, {out_at});
+}
+
 const UOp* reduce_to_acc(const Match& m, void* vctx) {
   const UOp* r = m.root;
   if (r->nsrc() < 2) return nullptr;
@@ -49,6 +83,12 @@ const UOp* reduce_to_acc(const Match& m, void* vctx) {
   std::vector<const UOp*> outer{nullptr};
   for (const UOp* u : topo)
     if (u->op == Op::RANGE && !own.contains(u) && !ended.contains(u)) outer.push_back(u);
+  // a value that depends on a lane loop of the output keeps one accumulator per lane, and the
+  // reduction loop runs outside a loop over the lanes: for k { for lane { acc[lane] op= ... } }
+  const UOp* lane = nullptr;
+  for (size_t i = 1; i < outer.size(); ++i)
+    if (outer[i]->arg<RangeArg>().type == AxisType::Lane && outer[i]->src(0)->op == Op::CONST && !lane) lane = outer[i];
+  if (lane) return reduce_with_lanes(r, rc, outer, lane);
   const UOp* acc = ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Reg), {ctx.cint(1)}, ParamArg{rc.acc_num++, 1, {}});
   outer[0] = acc;
   const UOp* init =
@@ -76,10 +116,18 @@ const UOp* merge_reduce_ends(const UOp* sink) {
   // the same ranges share one loop when their accumulators are reset in the same place (the
   // outer ranges of their init); a copy reset elsewhere gets its own clone of the ranges, since a
   // loop closed twice has no place.
-  auto is_acc_end = [](const UOp* u) {
-    return u->op == Op::END && u->src(0)->op == Op::STORE && u->src(0)->src(0)->op == Op::AFTER &&
-           u->src(0)->src(0)->src(0)->op == Op::BUFFER;
+  // the accumulator's AFTER a store writes through (a scalar register, or an INDEX of a lane array)
+  auto acc_after = [](const UOp* store) -> const UOp* {
+    if (store->op != Op::STORE) return nullptr;
+    const UOp* a = store->src(0);
+    if (a->op == Op::INDEX) a = a->src(0);
+    return a->op == Op::AFTER && a->src(0)->op == Op::BUFFER ? a : nullptr;
   };
+  auto inner_store = [](const UOp* u) {
+    while (u->op == Op::END) u = u->src(0);
+    return u;
+  };
+  auto is_acc_end = [&](const UOp* u) { return u->op == Op::END && acc_after(inner_store(u->src(0))) != nullptr; };
   using Key = std::vector<const UOp*>;
   std::map<Key, std::map<Key, std::vector<const UOp*>>> by_ranges;  // ranges -> reset place -> ENDs
   std::map<Key, std::vector<Key>> place_order;
@@ -89,9 +137,10 @@ const UOp* merge_reduce_ends(const UOp* sink) {
     if (u->op == Op::RANGE) next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
     if (!is_acc_end(u)) continue;
     Key ranges(u->src().begin() + 1, u->src().end()), place;
-    const UOp* init = u->src(0)->src(0)->src(1);
-    if (init->op == Op::STORE && init->src(0)->op == Op::AFTER)
-      place.assign(init->src(0)->src().begin() + 1, init->src(0)->src().end());
+    const UOp* after = acc_after(inner_store(u->src(0)));
+    if (after->nsrc() < 2) continue;  // not an update: the final read's AFTER has only the END
+    if (const UOp* init_after = acc_after(inner_store(after->src(1))))
+      place.assign(init_after->src().begin() + 1, init_after->src().end());
     auto& places = by_ranges[ranges];
     if (places.empty()) range_order.push_back(ranges);
     auto& ends = places[place];

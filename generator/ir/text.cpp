@@ -371,7 +371,7 @@ class Parser {
         auto axis = int_at(0);
         if (!axis) return nullptr;
         std::optional<AxisType> type;
-        for (int i = 0; i <= int(AxisType::Loop); ++i)
+        for (int i = 0; i <= int(AxisType::Lane); ++i)
           if (axis_type_name(AxisType(i)) == pos[1].first) type = AxisType(i);
         if (!type) return fail("unknown axis type '" + std::string(pos[1].first) + "'", pos[1].second);
         auto sub = take_kw_int("sub", -1);

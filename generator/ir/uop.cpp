@@ -47,6 +47,8 @@ std::string_view axis_type_name(AxisType t) {
       return "placeholder";
     case AxisType::Loop:
       return "loop";
+    case AxisType::Lane:
+      return "lane";
   }
   return "?";
 }

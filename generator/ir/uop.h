@@ -55,6 +55,7 @@ enum class AxisType : uint8_t {
   Thread,
   Placeholder,
   Loop,
+  Lane,  // a short innermost loop over consecutive elements, kept for the C compiler to vectorize
 };
 std::string_view axis_type_name(AxisType t);  // lowercase: "loop", "reduce", ...
 

@@ -245,7 +245,7 @@ class CRenderer {
       gate = ex(i->src(0));
       i = i->src(1);
     }
-    return {ex(buf) + "[" + ex(i) + "]", gate};
+    return {buffer_of(buf) + "[" + ex(i) + "]", gate};
   }
 
   std::string buffer_of(const UOp* p) {  // through AFTER to the accumulator
@@ -285,7 +285,8 @@ class CRenderer {
       }
       case Op::BUFFER: {  // an accumulator register
         std::string n = "acc" + std::to_string(u->arg<ParamArg>().slot);
-        emit(u, ctype(u->dtype.elem()) + " " + n + ";");
+        int64_t size = u->arg<ParamArg>().size;
+        emit(u, ctype(u->dtype.elem()) + " " + n + (size > 1 ? "[" + std::to_string(size) + "]" : "") + ";");
         expr_[u] = n;
         return;
       }

@@ -17,7 +17,7 @@ using namespace detail;
 // Runs a linearized kernel the way the rendered C does: one pass over the list, a RANGE jumping
 // back from its END. A value is the latest evaluation of its node, and is visible only where C's
 // block scoping would show it: in the iteration of its loop that evaluated it, and in the loops
-// inside it. Accumulator registers (BUFFERs in the Reg space) hold one element each.
+// inside it. Accumulator registers (BUFFERs in the Reg space) hold `size` elements (lanes).
 class LinearRun : Machine {
  public:
   LinearRun(std::span<const UOp* const> lin, std::string name, std::span<Buf* const> params, const Vars& vars)
@@ -68,7 +68,7 @@ class LinearRun : Machine {
           stamp_[r->id] = 0;  // closed: what it evaluated is out of scope
         }
       } else if (u->op == Op::STORE) {
-        if (u->src(0)->op == Op::INDEX) {
+        if (u->src(0)->op == Op::INDEX && !is_register(u->src(0)->src(0))) {
           store(u);
         } else {
           store_register(u);
@@ -78,9 +78,11 @@ class LinearRun : Machine {
       } else if (u->op == Op::PARAM) {
         check_param(u);
       } else if (u->op == Op::BUFFER) {
-        if (u->dtype.addrspace != AddrSpace::Reg || u->arg<ParamArg>().size != 1)
-          fail(u, "only one-element registers are supported");
-        regs_.erase(u->arg<ParamArg>().slot);  // declared, not set
+        if (u->dtype.addrspace != AddrSpace::Reg || u->arg<ParamArg>().size < 1)
+          fail(u, "only registers (Reg address space, a known size) are supported");
+        for (auto it = regs_.lower_bound({u->arg<ParamArg>().slot, 0});
+             it != regs_.end() && it->first.first == u->arg<ParamArg>().slot;)
+          it = regs_.erase(it);  // declared, not set
       } else if (u->op != Op::INDEX && u->op != Op::AFTER && u->op != Op::GROUP && u->op != Op::NOOP &&
                  u->op != Op::SINK) {  // the others are addresses and ordering
         set(u, value(u));
@@ -115,15 +117,34 @@ class LinearRun : Machine {
     return values_.at(u);
   }
 
+  static bool is_register(const UOp* a) {
+    while (a->op == Op::AFTER) a = a->src(0);
+    return a->op == Op::BUFFER;
+  }
+
+  // the register element an address names: a BUFFER/AFTER (element 0) or INDEX(that, lane)
+  std::pair<const UOp*, int64_t> register_at(const UOp* user, const UOp* addr) {
+    int64_t lane = 0;
+    if (addr->op == Op::INDEX) {
+      lane = operand(addr->src(1)).i;
+      addr = addr->src(0);
+    }
+    const UOp* acc = accumulator(user, addr);
+    if (lane < 0 || lane >= acc->arg<ParamArg>().size)
+      fail(user,
+           "register lane " + std::to_string(lane) + " out of bounds of " + std::to_string(acc->arg<ParamArg>().size));
+    return {acc, lane};
+  }
+
   void store_register(const UOp* st) {
-    const UOp* acc = accumulator(st, st->src(0));
+    auto [acc, lane] = register_at(st, st->src(0));
     if (st->nsrc() != 2) fail(st, "a gated store to an accumulator");
     DType d = acc->dtype.elem();
     if (st->src(1)->dtype != d)
       fail(st, "stores a " + to_string(st->src(1)->dtype) + " into a " + to_string(d) + " accumulator");
     ConstValue v = operand(st->src(1));
     if (v.is_invalid()) fail(st, "stores Invalid");
-    regs_[acc->arg<ParamArg>().slot] = truncate_to(d, v);
+    regs_[{acc->arg<ParamArg>().slot, lane}] = truncate_to(d, v);
   }
 
   // BUFFER, or AFTER(... BUFFER ...) whose first source leads to it
@@ -135,9 +156,9 @@ class LinearRun : Machine {
 
   ConstValue load_any(const UOp* u) {
     if (u->nsrc() != 1) fail(u, "only LOAD(address) is supported");
-    if (u->src(0)->op == Op::INDEX) return load(u->src(0));
-    const UOp* acc = accumulator(u, u->src(0));
-    auto it = regs_.find(acc->arg<ParamArg>().slot);
+    if (u->src(0)->op == Op::INDEX && !is_register(u->src(0)->src(0))) return load(u->src(0));
+    auto [acc, lane] = register_at(u, u->src(0));
+    auto it = regs_.find({acc->arg<ParamArg>().slot, lane});
     if (it == regs_.end())
       fail(u, "reads accumulator " + std::to_string(acc->arg<ParamArg>().slot) + " before it is set");
     return it->second;
@@ -152,7 +173,7 @@ class LinearRun : Machine {
   std::map<const UOp*, int64_t, bool (*)(const UOp*, const UOp*)> loop_end_{
       [](const UOp* a, const UOp* b) { return a->id < b->id; }};
   std::unordered_map<const UOp*, ConstValue> values_;
-  std::map<int32_t, ConstValue> regs_;  // accumulator slot -> value
+  std::map<std::pair<int32_t, int64_t>, ConstValue> regs_;  // (accumulator slot, lane) -> value
   uint64_t clock_ = 1;
 };
 

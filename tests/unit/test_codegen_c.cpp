@@ -200,14 +200,16 @@ TEST(CodegenOpts, MatmulIsRegisterTiled) {
   const UOp* sink = s.kernels[0].ast;
   std::vector<codegen::Opt> opts = codegen::hand_coded_optimizations(sink);
   ASSERT_EQ(opts.size(), 2u);
-  EXPECT_EQ(opts[0].str(), "UPCAST(1, 16)");
-  EXPECT_EQ(opts[1].str(), "UPCAST(0, 4)");
+  EXPECT_EQ(opts[0].str(), "LANES(1, 16)");
+  EXPECT_EQ(opts[1].str(), "UPCAST(0, 8)");
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  // 64 accumulators, one loop over K
-  EXPECT_NE(c.find("float acc63;"), std::string::npos);
+  // 8 rows of 16 lane accumulators, one loop over K, the lane loops inside it
+  EXPECT_NE(c.find("float acc7[16];"), std::string::npos) << c;
   size_t k_loops = 0;
   for (size_t p = c.find("ridx2 < 32"); p != std::string::npos; p = c.find("ridx2 < 32", p + 1)) ++k_loops;
   EXPECT_EQ(k_loops, 1u) << c;
+  size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[ridx5] = (val");
+  EXPECT_LT(k, lane) << c;
 }
 
 TEST(CodegenOpts, OptsThatDoNotDivideAreRefused) {

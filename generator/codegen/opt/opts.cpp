@@ -8,8 +8,8 @@
 namespace kiln::codegen {
 
 std::string Opt::str() const {
-  return std::string(kind == Kind::Upcast ? "UPCAST" : "UNROLL") + "(" + std::to_string(axis) + ", " +
-         std::to_string(amount) + ")";
+  const char* name = kind == Kind::Upcast ? "UPCAST" : kind == Kind::Unroll ? "UNROLL" : "LANES";
+  return std::string(name) + "(" + std::to_string(axis) + ", " + std::to_string(amount) + ")";
 }
 
 namespace {
@@ -45,7 +45,8 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
     if (u->op != Op::RANGE) continue;
     next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
     AxisType t = u->arg<RangeArg>().type;
-    if (u->arg<RangeArg>().axis == opt.axis && t != AxisType::Upcast && t != AxisType::Unroll) r = u;
+    if (u->arg<RangeArg>().axis == opt.axis && t != AxisType::Upcast && t != AxisType::Unroll && t != AxisType::Lane)
+      r = u;
   }
   if (!r || opt.amount < 2) return nullptr;
   // the end must be a multiple of the amount: a constant, or a dim declared as a multiple
@@ -56,7 +57,10 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
   bool reduce = r->arg<RangeArg>().type == AxisType::Reduce;
   if ((opt.kind == Opt::Kind::Unroll) != reduce) return nullptr;  // UPCAST splits outputs, UNROLL reductions
   Context& ctx = sink->ctx();
-  RangeArg inner_arg{next_axis, opt.kind == Opt::Kind::Upcast ? AxisType::Upcast : AxisType::Unroll, -1};
+  AxisType inner_type = opt.kind == Opt::Kind::Upcast   ? AxisType::Upcast
+                        : opt.kind == Opt::Kind::Unroll ? AxisType::Unroll
+                                                        : AxisType::Lane;
+  RangeArg inner_arg{next_axis, inner_type, -1};
   const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
   SplitRanges sr{inner, {inner}};
   if (!whole) {
@@ -82,9 +86,9 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   // the output axes, outermost first
   const UOp* end = sink->src(0);
   std::vector<const UOp*> axes(end->src().begin() + 1, end->src().end());
-  auto try_opt = [&](const UOp* r, std::initializer_list<int64_t> amounts) {
+  auto try_opt = [&](const UOp* r, Opt::Kind kind, std::initializer_list<int64_t> amounts) {
     for (int64_t amt : amounts) {
-      Opt o{Opt::Kind::Upcast, r->arg<RangeArg>().axis, amt};
+      Opt o{kind, r->arg<RangeArg>().axis, amt};
       if (const UOp* s = apply_opt(sink, o)) {
         sink = s;
         applied.push_back(o);
@@ -92,9 +96,9 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
       }
     }
   };
-  // register tiles: 16 columns (one AVX-512 vector of floats), 4 rows
-  if (!axes.empty()) try_opt(axes.back(), {16, 8, 4});
-  if (axes.size() >= 2) try_opt(axes[axes.size() - 2], {4, 2});
+  // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
+  if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
+  if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   return applied;
 }
 

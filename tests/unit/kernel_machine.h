@@ -73,6 +73,7 @@ class Machine {
   Access access(const UOp* idx) {
     if (idx->op != Op::INDEX || idx->nsrc() < 2) fail(idx, "expected INDEX(PARAM, idx)");
     const UOp* p = idx->src(0);
+    while (p->op == Op::AFTER) p = p->src(0);  // ordering only
     if (p->op != Op::PARAM) fail(idx, "indexes a " + std::string(op_name(p->op)) + ", not a PARAM");
     Access a{param_buf(p), p->arg<ParamArg>().slot, 0, false};
     if (idx->nsrc() > 2 && !truthy(operand(idx->src(2)))) return a;

@@ -212,6 +212,25 @@ TEST(CodegenOpts, MatmulIsRegisterTiled) {
   EXPECT_LT(k, lane) << c;
 }
 
+TEST(CodegenOpts, LongReductionsAreTiled) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {16, 1024}),
+         b = Tensor::input(ctx, "b", dtypes::float32, {1024, 64});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  const UOp* tiled = codegen::tile_reduction(s.kernels[0].ast, 256);
+  ASSERT_NE(tiled, nullptr);
+  ASSERT_EQ(tiled->nsrc(), 2u);  // zero the output, then add each block's partial sums
+  EXPECT_EQ(codegen::tile_reduction(s.kernels[0].ast, 1024), nullptr);  // one block only
+  EXPECT_EQ(codegen::tile_reduction(s.kernels[0].ast, 300), nullptr);   // does not divide
+  std::vector<Tensor> relu_outs{a.matmul(b).relu()};
+  schedule::Schedule r = schedule::schedule(ins, relu_outs, "r");
+  EXPECT_EQ(codegen::tile_reduction(r.kernels[0].ast, 256), nullptr);  // an epilogue needs the whole sum
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  size_t zero = c.find("= 0.0f;"), blocks = c.find("< 4; ridx");
+  EXPECT_LT(zero, blocks) << c;
+}
+
 TEST(CodegenOpts, OptsThatDoNotDivideAreRefused) {
   Context ctx;
   Tensor a = Tensor::input(ctx, "a", dtypes::float32, {6, 5}), b = Tensor::input(ctx, "b", dtypes::float32, {5, 7});

@@ -1,6 +1,7 @@
 #include "generator/codegen/opt/opts.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "generator/rewrite/rewrite.h"
 #include "generator/symbolic/symbolic.h"
@@ -78,6 +79,53 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
   return graph_rewrite(s, pm, &sr, o);
 }
 
+const UOp* tile_reduction(const UOp* sink, int64_t tile) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return nullptr;
+  const UOp* end = sink->src(0);
+  const UOp* st = end->src(0);
+  if (st->op != Op::STORE || st->src(0)->op != Op::INDEX || st->src(0)->src(0)->op != Op::PARAM) return nullptr;
+  const UOp* red = st->src(1);
+  if (red->op != Op::REDUCE || red->nsrc() != 2 || red->arg<ReduceArg>().op != Op::ADD) return nullptr;
+  const UOp* k = red->src(1);
+  if (k->src(0)->op != Op::CONST || tile < 2) return nullptr;
+  int64_t n = k->src(0)->ival();
+  if (n % tile != 0 || n / tile < 2) return nullptr;
+  Context& ctx = sink->ctx();
+  int32_t next_axis = 0;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE) next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
+  const UOp* idx = st->src(0);
+  const UOp* out = idx->src(0);
+  // the output, zeroed over its own copy of the output loops
+  std::unordered_map<const UOp*, const UOp*> clones;
+  std::vector<const UOp*> init_src{nullptr};
+  for (const UOp* r : end->src().subspan(1)) {
+    RangeArg a = r->arg<RangeArg>();
+    a.axis = next_axis++;
+    clones[r] = ctx.make(Op::RANGE, r->dtype, r->src(), a);
+    init_src.push_back(clones[r]);
+  }
+  const UOp* zero = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
+  init_src[0] = ctx.make(Op::STORE, dtypes::void_, {substitute(idx, clones), zero});
+  const UOp* init = ctx.make(Op::END, dtypes::void_, init_src);
+  // k = block * tile + step; each block adds its partial sum to what the output holds
+  RangeArg block_arg = k->arg<RangeArg>();
+  block_arg.type = AxisType::Loop;
+  block_arg.sub = 0;
+  const UOp* block = ctx.make(Op::RANGE, k->dtype, {ctx.cint(n / tile, k->dtype)}, block_arg);
+  const UOp* step =
+      ctx.make(Op::RANGE, k->dtype, {ctx.cint(tile, k->dtype)}, RangeArg{next_axis++, AxisType::Reduce, -1});
+  const UOp* kk = ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {block, ctx.cint(tile, k->dtype)}), step});
+  const UOp* partial = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, kk}}), step}, red->arg());
+  // the read of what earlier blocks stored is ordered after the zeroing and inside the block loop
+  const UOp* before =
+      ctx.make(Op::INDEX, idx->dtype, {ctx.make(Op::AFTER, out->dtype, {out, init, block}), idx->src(1)});
+  const UOp* sum = ctx.make(Op::ADD, red->dtype, {before, partial});
+  std::vector<const UOp*> rmw_src{ctx.make(Op::STORE, dtypes::void_, {idx, sum}), block};
+  rmw_src.insert(rmw_src.end(), end->src().begin() + 1, end->src().end());
+  return ctx.make(Op::SINK, dtypes::void_, {init, ctx.make(Op::END, dtypes::void_, rmw_src)}, sink->arg());
+}
+
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
   bool reduces = false;
@@ -99,6 +147,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
   if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
   if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+  // long reductions in blocks, so a block of the operands stays in cache across output tiles
+  if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
   return applied;
 }
 

@@ -24,6 +24,13 @@ struct Opt {
 // not apply (no such range, or amount does not divide its end).
 const UOp* apply_opt(const UOp* sink, const Opt& opt);
 
+// Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): the output is
+// zeroed first, then for each block of `tile` steps of k the block's partial sums are added to
+// it, with the block loop outside the output loops. A block of B then stays in cache (and its
+// pages in the TLB) while every output tile uses it. Returns nullptr when the kernel is not of
+// that form or the reduction is not a multiple of 2 * tile.
+const UOp* tile_reduction(const UOp* sink, int64_t tile);
+
 // The CPU heuristics: for a kernel that reduces into a 2-D (or higher) output, tile the two
 // innermost output axes: up to 64 lanes of the last (a loop the C compiler vectorizes, with one
 // accumulator per lane) and up to 8 unrolled rows, so one pass over the reduction updates 8 x 64

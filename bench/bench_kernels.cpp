@@ -1,19 +1,25 @@
 // kiln's generated C kernels (bench/kernels.kiln, generated at build time by `kiln codegen`,
 // compiled with -O3 -march=native) against baselines in the same run: OpenBLAS sgemm (one
-// thread) and the plain C loops of bench/baselines.c. Compare the GFLOP/s or GB/s counters of
-// a kiln row with its baseline row; the ratios are what matters on these noisy machines.
+// thread), oneDNN softmax and layernorm (one thread) and the plain C loops of bench/baselines.c. Compare the GFLOP/s or
+// GB/s counters of a kiln row with its baseline row; the ratios are what matters on these noisy machines.
 //   Kernels/sgemm/{kiln,openblas}/N        N x N x N single precision matmul
 //   Kernels/fma_relu/{kiln,plain_c}        relu(a*b+c) over 16M floats
 //   Kernels/sum/{kiln,plain_c}             the sum of 16M floats
-//   Kernels/softmax/{kiln,plain_c}         softmax over the rows of 4096 x 4096
-//   Kernels/layernorm/{kiln,plain_c}       layernorm over the rows of 4096 x 4096
+//   Kernels/softmax/{kiln,onednn,plain_c}   softmax over the rows of 4096 x 4096
+//   Kernels/layernorm/{kiln,onednn,plain_c} layernorm over the rows of 4096 x 4096
 // Run: kiln_bench --benchmark_filter=Kernels --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
+#if KILN_BENCH_DNNL
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 #if KILN_BENCH_OPENBLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
@@ -130,6 +136,36 @@ void BM_Rows(benchmark::State& state, void (*kernel)(void* const*, const int64_t
   }
   gbytes(state, 8.0 * double(kRows * kRows));
 }
+
+#if KILN_BENCH_DNNL
+// oneDNN's softmax and layer normalization over the rows, one thread (its OpenMP runtime)
+void BM_RowsDnnl(benchmark::State& state, bool softmax) {
+  omp_set_num_threads(1);
+  auto x = random_floats(size_t(kRows * kRows), 1);
+  std::vector<float> y(static_cast<size_t>(kRows * kRows));
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  dnnl::memory::desc md({kRows, kRows}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+  dnnl::memory src(md, eng, x.data()), dst(md, eng, y.data());
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  if (softmax) {
+    dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
+    prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, eng));
+  } else {
+    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md, 1e-5f,
+                                              dnnl::normalization_flags::none);
+    prim = dnnl::layer_normalization_forward(dnnl::layer_normalization_forward::primitive_desc(d, eng));
+  }
+  for (auto _ : state) {
+    prim.execute(stream, args);
+    stream.wait();
+  }
+  gbytes(state, 8.0 * double(kRows * kRows));
+}
+BENCHMARK_CAPTURE(BM_RowsDnnl, softmax, true)->Name("Kernels/softmax/onednn")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RowsDnnl, layernorm, false)->Name("Kernels/layernorm/onednn")->Unit(benchmark::kMillisecond);
+#endif
 
 BENCHMARK(BM_SgemmKiln)->Name("Kernels/sgemm/kiln")->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SgemmPlainC)->Name("Kernels/sgemm/plain_c")->Arg(1024)->Unit(benchmark::kMillisecond);

@@ -31,6 +31,9 @@ const PatternMatcher& pm_split_ends();
 // kernel fits, int64 otherwise (one width per kernel, so index math never mixes widths).
 const UOp* lower_index_dtype(const UOp* sink);
 
+// decompositions (decompositions.cpp): float32 EXP2 as a polynomial and exponent bits.
+const PatternMatcher& pm_decompositions();
+
 // commit weak (weak.cpp): weak constants take the dtype of the op they feed.
 const PatternMatcher& pm_commit_weak();
 

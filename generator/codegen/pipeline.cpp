@@ -55,18 +55,20 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
   // not yet: local buffers, gpu dims / thread axis, devectorize, memory coalescing
-  s = st.rewrite(s, pm_split_ends(), "split ends");        // one loop per END, for the linearizer
-  s = st.done(lower_index_dtype(s), "lower index dtype");  // int32 where every index value fits
-  s = st.rewrite(s, sym(), "final symbolic");              // folds what the index retyping exposed
-  s = st.rewrite(s, pm_commit_weak(), "commit weak");      // literals take the dtype of their op
-  // not yet: decompositions (fast integer division, transcendentals), gates, barriers
+  s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
+  s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
+  s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed
+  s = st.rewrite(s, pm_decompositions(), "decompositions");  // exp2 without libm: loops over it vectorize
+  s = st.rewrite(s, pm_commit_weak(), "commit weak");        // literals take the dtype of their op
+  // not yet: fast integer division (the C compiler does it), sin/log2 polynomials, gates, barriers
   return s;
 }
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",     "initial symbolic", "apply opts",        "expander",       "post-opt symbolic", "add loads",
-      "remove reduces", "split ends",       "lower index dtype", "final symbolic", "commit weak",       "linearize"};
+      "kernel ast",     "initial symbolic", "apply opts", "expander",          "post-opt symbolic",
+      "add loads",      "remove reduces",   "split ends", "lower index dtype", "final symbolic",
+      "decompositions", "commit weak",      "linearize"};
   return names;
 }
 

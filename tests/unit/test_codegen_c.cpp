@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "generator/codegen/opt/opts.h"
@@ -241,6 +242,34 @@ TEST(CodegenOpts, OptsThatDoNotDivideAreRefused) {
   EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Unroll, 0, 2}), nullptr);  // an output axis
   EXPECT_NE(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Unroll, 2, 5}), nullptr);  // K fully unrolled
   EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {codegen::Opt::Kind::Upcast, 9, 2}), nullptr);  // no such axis
+}
+
+TEST(CodegenDecompositions, Exp2MatchesLibmAtTheEdges) {
+  Context ctx;
+  std::vector<double> xs = {0,      1,      -1,   0.5,      -0.5,      127.99, 128,    129,   1000,  -126,
+                            -126.5, -140.2, -149, -149.5,   -150,      -151,   -1000,  1e-8,  -1e-8, 3.3219,
+                            64.5,   -64.5,  NAN,  INFINITY, -INFINITY, 12.25,  -0.999, 0.999, 100.1, -100.1};
+  const int n = int(xs.size());
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {n});
+  std::vector<Tensor> ins{x}, outs{x.exp2()};
+  schedule::Schedule s = schedule::schedule(ins, outs, "e");
+  std::string src = c_source(s);
+  ASSERT_EQ(src.find("exp2f"), std::string::npos) << src;  // decomposed, no libm call
+  crun::Library lib = crun::Library::compile(render::c_preamble() + src, kStrict);
+  std::vector<interp::Output> got = crun::run_schedule(s, lib, {}, {xs});
+  for (int i = 0; i < n; ++i) {
+    float want = std::exp2(float(xs[size_t(i)]));
+    float g = float(got[0].values[size_t(i)]);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(g)) << xs[size_t(i)];
+    } else if (std::isinf(want) || want == 0) {
+      EXPECT_EQ(g, want) << xs[size_t(i)];
+    } else {
+      // within 4 ulp (subnormals: within 4 units of the smallest subnormal)
+      float ulp = std::max(std::nextafter(want, INFINITY) - want, std::numeric_limits<float>::denorm_min());
+      EXPECT_LE(std::abs(g - want), 4 * ulp) << "exp2(" << xs[size_t(i)] << "): got " << g << ", want " << want;
+    }
+  }
 }
 
 TEST(CodegenGolden, ElementwiseKernelText) {

@@ -282,8 +282,9 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
           if (lin) return run_linear(linear[k], params, vars);
           run_stage(stages[k][i], params, vars);
         });
-        // symbolic folds float constants and factors a REDUCE's loop-invariant operand out of it
-        bool rounding = names[i].find("symbolic") != std::string::npos;
+        // symbolic folds float constants and factors a REDUCE's loop-invariant operand out of it; the
+        // decompositions compute exp2 by a polynomial (a few ulp from the exactly rounded value)
+        bool rounding = names[i].find("symbolic") != std::string::npos || names[i] == "decompositions";
         diff = compare(prev, got, rounding, counts[i]);
       } catch (const InterpError& e) {
         ++counts[i].differ;

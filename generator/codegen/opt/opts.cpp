@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "generator/rewrite/rewrite.h"
 #include "generator/symbolic/symbolic.h"
@@ -126,6 +127,54 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   return ctx.make(Op::SINK, dtypes::void_, {init, ctx.make(Op::END, dtypes::void_, rmw_src)}, sink->arg());
 }
 
+namespace {
+
+struct LaneSplit {
+  int64_t width;
+  int32_t next_axis;
+};
+
+const UOp* split_lanes(const Match& m, void* vctx) {
+  const UOp* red = m.root;
+  auto& ls = *static_cast<LaneSplit*>(vctx);
+  if (red->nsrc() != 2) return nullptr;
+  const UOp* k = red->src(1);
+  const RangeArg& ka = k->arg<RangeArg>();
+  if (ka.type != AxisType::Reduce || ka.sub >= 0 || k->src(0)->op != Op::CONST) return nullptr;
+  int64_t n = k->src(0)->ival();
+  if (n % ls.width != 0 || n / ls.width < 2) return nullptr;
+  // a lane loop the body is inside of (not one an inner reduction runs over) already vectorizes it
+  auto body = toposort(red->src(0));
+  std::unordered_set<const UOp*> bound;
+  for (const UOp* u : body)
+    if (u->op == Op::REDUCE)
+      for (const UOp* r : u->src().subspan(1)) bound.insert(r);
+  for (const UOp* u : body)
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Lane && !bound.contains(u)) return nullptr;
+  Context& ctx = red->ctx();
+  RangeArg outer_arg = ka;
+  outer_arg.sub = 0;  // split: not split again
+  const UOp* outer = ctx.make(Op::RANGE, k->dtype, {ctx.cint(n / ls.width, k->dtype)}, outer_arg);
+  const UOp* lane =
+      ctx.make(Op::RANGE, k->dtype, {ctx.cint(ls.width, k->dtype)}, RangeArg{ls.next_axis++, AxisType::Lane, 0});
+  const UOp* kk =
+      ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {outer, ctx.cint(ls.width, k->dtype)}), lane});
+  const UOp* inner = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, kk}}), outer}, red->arg());
+  return ctx.make(Op::REDUCE, red->dtype, {inner, lane}, red->arg());
+}
+
+}  // namespace
+
+const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
+  LaneSplit ls{width, 0};
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE) ls.next_axis = std::max(ls.next_axis, u->arg<RangeArg>().axis + 1);
+  static const PatternMatcher pm({Rule(UPat::op({Op::REDUCE}).allow_any_len(), split_lanes)});
+  RewriteOptions o;
+  o.name = "apply opts";
+  return graph_rewrite(sink, pm, &ls, o);
+}
+
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
   bool reduces = false;
@@ -149,6 +198,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   // long reductions in blocks, so a block of the operands stays in cache across output tiles
   if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
+  // reductions that no output lane vectorizes: 64 partial results side by side (4 AVX-512 registers)
+  sink = split_reduce_lanes(sink, 64);
   return applied;
 }
 

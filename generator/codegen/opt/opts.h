@@ -31,6 +31,12 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt);
 // that form or the reduction is not a multiple of 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
 
+// Splits every reduction over a constant range whose body uses no lane loop into `width` lanes:
+// REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width` partial results
+// accumulate side by side (a loop the C compiler vectorizes) and are combined at the end. This
+// reassociates the reduction, as any vectorized reduction does. Unchanged when nothing applies.
+const UOp* split_reduce_lanes(const UOp* sink, int64_t width);
+
 // The CPU heuristics: for a kernel that reduces into a 2-D (or higher) output, tile the two
 // innermost output axes: up to 64 lanes of the last (a loop the C compiler vectorizes, with one
 // accumulator per lane) and up to 8 unrolled rows, so one pass over the reduction updates 8 x 64

@@ -22,7 +22,13 @@ class Linearizer {
   explicit Linearizer(const UOp* sink) : sink_(sink), topo_(toposort(sink)) {}
 
   std::vector<const UOp*> run() {
-    for (size_t i = 0; i < topo_.size(); ++i) order_[topo_[i]] = i;
+    uint32_t max_id = 0;
+    for (const UOp* u : topo_) max_id = std::max(max_id, u->id);
+    pos_.assign(size_t(max_id) + 1, 0);
+    for (size_t i = 0; i < topo_.size(); ++i) {
+      order_[topo_[i]] = i;
+      pos_[topo_[i]->id] = uint32_t(i);
+    }
     find_loops();
     compute_deps();
     nest_loops();
@@ -35,7 +41,9 @@ class Linearizer {
   }
 
  private:
-  using Bits = std::vector<bool>;
+  // Range sets are bitsets of `words_` 64-bit words, one row per node (by toposort position).
+  const uint64_t* deps(const UOp* u) const { return &deps_[size_t(pos_[u->id]) * words_]; }
+  bool has(const uint64_t* d, size_t i) const { return (d[i / 64] >> (i % 64)) & 1; }
 
   void find_loops() {
     for (const UOp* u : topo_) {
@@ -55,26 +63,34 @@ class Linearizer {
   }
 
   void compute_deps() {
-    for (const UOp* u : topo_) {
-      Bits d(ranges_.size(), false);
+    words_ = (ranges_.size() + 63) / 64;
+    deps_.assign(topo_.size() * words_, 0);
+    for (size_t i = 0; i < topo_.size(); ++i) {
+      const UOp* u = topo_[i];
+      uint64_t* d = &deps_[i * words_];
       for (const UOp* s : u->src()) {
-        const Bits& sd = deps_.at(s);
-        for (size_t i = 0; i < d.size(); ++i) d[i] = d[i] || sd[i];
+        const uint64_t* sd = deps(s);
+        for (size_t w = 0; w < words_; ++w) d[w] |= sd[w];
       }
-      if (u->op == Op::RANGE) d[range_id_.at(u)] = true;
-      if (u->op == Op::END) d[range_id_.at(u->src(1))] = false;
-      deps_.emplace(u, std::move(d));
+      if (u->op == Op::RANGE) {
+        size_t r = range_id_.at(u);
+        d[r / 64] |= uint64_t(1) << (r % 64);
+      }
+      if (u->op == Op::END) {
+        size_t r = range_id_.at(u->src(1));
+        d[r / 64] &= ~(uint64_t(1) << (r % 64));
+      }
     }
   }
 
   // depth and parent of each loop: inside the deepest range its END depends on
   size_t depth(const UOp* r) {
     if (auto it = depth_.find(r); it != depth_.end()) return it->second;
-    const Bits& d = deps_.at(end_of_.at(r));
+    const uint64_t* d = deps(end_of_.at(r));
     const UOp* parent = nullptr;
     size_t best = 0;
-    for (size_t i = 0; i < d.size(); ++i) {
-      if (!d[i]) continue;
+    for (size_t i = 0; i < ranges_.size(); ++i) {
+      if (!has(d, i)) continue;
       size_t di = depth(ranges_[i]);
       if (di >= best) best = di, parent = ranges_[i];
     }
@@ -85,22 +101,31 @@ class Linearizer {
 
   void nest_loops() {
     for (const UOp* r : ranges_) depth(r);
-    for (const UOp* r : ranges_) check_chain(deps_.at(end_of_.at(r)), parent_.at(r), r);
+    // each range with its ancestors, for the nesting checks
+    anc_.assign(ranges_.size() * words_, 0);
+    for (size_t i = 0; i < ranges_.size(); ++i)
+      for (const UOp* p = ranges_[i]; p; p = parent_.at(p)) {
+        size_t j = range_id_.at(p);
+        anc_[i * words_ + j / 64] |= uint64_t(1) << (j % 64);
+      }
+    for (const UOp* r : ranges_) check_chain(deps(end_of_.at(r)), parent_.at(r), r);
   }
 
   // every range in d must enclose `inner` (or be it): otherwise no loop order exists
-  void check_chain(const Bits& d, const UOp* inner, const UOp* who) {
-    Bits seen(ranges_.size(), false);
-    for (const UOp* p = inner; p; p = parent_.at(p)) seen[range_id_.at(p)] = true;
-    for (size_t i = 0; i < d.size(); ++i)
-      if (d[i] && !seen[i])
+  void check_chain(const uint64_t* d, const UOp* inner, const UOp* who) const {
+    const uint64_t* a = inner ? &anc_[range_id_.at(inner) * words_] : nullptr;
+    for (size_t w = 0; w < words_; ++w)
+      if (d[w] & ~(a ? a[w] : 0))
         throw InternalError("linearize: " + print(who).substr(0, 200) + " uses ranges that do not nest");
   }
 
-  const UOp* deepest(const Bits& d) {
+  const UOp* deepest(const uint64_t* d) const {
     const UOp* best = nullptr;
-    for (size_t i = 0; i < d.size(); ++i)
-      if (d[i] && (!best || depth_.at(ranges_[i]) > depth_.at(best))) best = ranges_[i];
+    for (size_t w = 0; w < words_; ++w)
+      for (uint64_t bits = d[w]; bits; bits &= bits - 1) {
+        const UOp* r = ranges_[w * 64 + size_t(__builtin_ctzll(bits))];
+        if (!best || depth_.at(r) > depth_.at(best)) best = r;
+      }
     return best;
   }
 
@@ -119,8 +144,8 @@ class Linearizer {
         const UOp* r = u->src(1);
         home_[u] = {parent_.at(r), r};
       } else {
-        const UOp* s = deepest(deps_.at(u));
-        check_chain(deps_.at(u), s, u);
+        const UOp* s = deepest(deps(u));
+        check_chain(deps(u), s, u);
         home_[u] = {s, u};
       }
       items_[home_[u].scope];  // every scope exists
@@ -185,7 +210,9 @@ class Linearizer {
   std::unordered_map<const UOp*, size_t> order_, range_id_, depth_;
   std::vector<const UOp*> ranges_;
   std::unordered_map<const UOp*, const UOp*> end_of_, parent_;
-  std::unordered_map<const UOp*, Bits> deps_;
+  size_t words_ = 0;
+  std::vector<uint32_t> pos_;         // node id -> toposort position
+  std::vector<uint64_t> deps_, anc_;  // per node / per range: range bitsets
   std::unordered_map<const UOp*, Home> home_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> items_;
 };

@@ -36,10 +36,6 @@ std::string make_temp_dir() {
   return tmpl;
 }
 
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------- Library
@@ -106,80 +102,25 @@ Library::KernelFn Library::get(const std::string& name) const {
 
 std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const Library& lib, const interp::Vars& vars,
                                          const std::vector<std::vector<double>>& inputs) {
-  using Kind = schedule::Buffer::Kind;
-  using interp::Buf;
-  using interp::eval_dim;
-  using interp::InterpError;
-  size_t nb = s.buffers.size();
-  std::vector<std::vector<int64_t>> shapes(nb);
-  std::vector<int64_t> numels(nb);
-  for (size_t b = 0; b < nb; ++b) {
-    const schedule::Buffer& buf = s.buffers[b];
-    int64_t prod = 1;
-    for (const UOp* d : buf.shape) prod *= shapes[b].emplace_back(eval_dim(d, vars));
-    numels[b] = eval_dim(buf.numel, vars);
-    if (prod != numels[b])
-      throw InterpError("buffer " + buf.name + ": numel " + std::to_string(numels[b]) + " but its shape has " +
-                        std::to_string(prod) + " elements");
-  }
-
   std::vector<int64_t> var_values;
-  for (const UOp* v : s.vars) var_values.push_back(eval_dim(v, vars));
-
-  int64_t ws = s.workspace_bytes ? eval_dim(s.workspace_bytes, vars) : 0;
-  if (ws < 0) throw InterpError("negative workspace size " + std::to_string(ws));
-  // aligned_alloc wants a size that is a multiple of the alignment (and a real allocation for 0).
-  size_t arena_bytes = (size_t(ws) + 63) / 64 * 64 + 64;
-  std::unique_ptr<std::byte, FreeDeleter> arena(static_cast<std::byte*>(std::aligned_alloc(64, arena_bytes)));
-  if (!arena) throw InterpError("cannot allocate a " + std::to_string(ws) + "-byte workspace");
-  std::fill_n(arena.get(), arena_bytes, std::byte{0xFF});
-
-  std::vector<Buf> bufs;
-  bufs.reserve(nb);
-  for (size_t b = 0; b < nb; ++b) {
-    const schedule::Buffer& buf = s.buffers[b];
-    if (buf.kind != Kind::Intermediate) {
-      bufs.emplace_back(buf.dtype, numels[b]);
-      if (buf.kind == Kind::Output) bufs.back().poison();
-      if (buf.kind != Kind::Input) continue;
-      if (buf.position < 0 || size_t(buf.position) >= inputs.size())
-        throw InterpError("no values for input " + buf.name + " (position " + std::to_string(buf.position) + ")");
-      bufs.back().fill(inputs[size_t(buf.position)]);
-      continue;
-    }
-    if (!buf.offset) throw InterpError("intermediate " + buf.name + " has no workspace offset");
-    int64_t off = eval_dim(buf.offset, vars);
-    int64_t bytes = numels[b] * itemsize(buf.dtype);
-    if (off < 0 || off % 64 != 0 || off + bytes > ws)
-      throw InterpError("intermediate " + buf.name + ": bytes [" + std::to_string(off) + ", " +
-                        std::to_string(off + bytes) + ") do not fit a 64-byte aligned slot of the " +
-                        std::to_string(ws) + "-byte workspace");
-    bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
-    bufs.back().poison();
-  }
-
+  for (const UOp* v : s.vars) var_values.push_back(interp::eval_dim(v, vars));
   // Resolve every kernel before running any, so a missing one fails before the first call.
   std::vector<Library::KernelFn> fns;
   for (const schedule::Kernel& k : s.kernels) {
     for (int32_t b : k.buffers)
-      if (b < 0 || size_t(b) >= nb) throw InterpError("kernel " + k.name + ": no buffer " + std::to_string(b));
+      if (b < 0 || size_t(b) >= s.buffers.size())
+        throw interp::InterpError("kernel " + k.name + ": no buffer " + std::to_string(b));
     fns.push_back(lib.get(k.name));
   }
-  for (size_t k = 0; k < s.kernels.size(); ++k) {
-    std::vector<void*> params;
-    for (int32_t b : s.kernels[k].buffers) params.push_back(bufs[size_t(b)].data());
-    fns[k](params.data(), var_values.data());
-  }
-
-  std::vector<interp::Output> outs;
-  for (size_t b = 0; b < nb; ++b) {
-    const schedule::Buffer& buf = s.buffers[b];
-    if (buf.kind != Kind::Output) continue;
-    if (buf.position < 0) throw InterpError("output " + buf.name + " has no position");
-    if (outs.size() <= size_t(buf.position)) outs.resize(size_t(buf.position) + 1);
-    outs[size_t(buf.position)] = {buf.name, buf.dtype, shapes[b], bufs[b].doubles(), bufs[b].values()};
-  }
-  return outs;
+  // The interpreter's memory (inputs, poisoned outputs, the arena): only the kernels differ.
+  // No overlap check: native kernels show what a bad plan does.
+  interp::RunOptions opts;
+  opts.check_workspace_overlap = false;
+  return interp::run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<interp::Buf* const> params) {
+    std::vector<void*> ptrs;
+    for (interp::Buf* b : params) ptrs.push_back(b->data());
+    fns[k](ptrs.data(), var_values.data());
+  });
 }
 
 }  // namespace kiln::crun

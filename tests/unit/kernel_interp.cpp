@@ -4,9 +4,11 @@
 #include <bit>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <unordered_map>
 
 #include "generator/ir/text.h"
@@ -436,7 +438,12 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
 
   int64_t ws = s.workspace_bytes ? eval_dim(s.workspace_bytes, vars) : 0;
   if (ws < 0) throw InterpError("negative workspace size " + std::to_string(ws));
-  std::vector<std::byte> arena(size_t(ws), std::byte{0xFF});
+  // 64-byte aligned, like the arena a runtime hands to native kernels
+  size_t arena_bytes = (size_t(ws) + 63) / 64 * 64 + 64;
+  std::unique_ptr<std::byte, decltype(&std::free)> arena(static_cast<std::byte*>(std::aligned_alloc(64, arena_bytes)),
+                                                         &std::free);
+  if (!arena) throw InterpError("cannot allocate a " + std::to_string(ws) + "-byte workspace");
+  std::fill_n(arena.get(), arena_bytes, std::byte{0xFF});
   std::vector<int64_t> offsets(nb, -1);
   std::vector<Buf> bufs;
   bufs.reserve(nb);
@@ -458,7 +465,7 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
       throw InterpError("intermediate " + buf.name + ": bytes [" + std::to_string(off) + ", " +
                         std::to_string(off + bytes) + ") do not fit a 64-byte aligned slot of the " +
                         std::to_string(ws) + "-byte workspace");
-    bufs.emplace_back(buf.dtype, numels[b], arena.data() + off);
+    bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
     bufs.back().poison();
   }
 

@@ -8,11 +8,13 @@
 #include "generator/schedule/schedule.h"
 #include "tests/unit/c_runner.h"
 #include "tests/unit/kernel_interp.h"
+#include "tests/unit/kernel_testing.h"
 
 namespace kiln::crun {
 namespace {
 
 using schedule::Buffer;
+using namespace kiln::kernel_testing;  // NOLINT: buffer(), filled(), poisoned()
 
 template <class F> std::string error_of(F&& f) {
   try {
@@ -158,18 +160,6 @@ const UOp* add(Context& ctx, std::string_view name, const UOp* n) {
   const UOp *o = param(ctx, 0, n, "o"), *a = param(ctx, 1, n, "a"), *b = param(ctx, 2, n, "b");
   const UOp* r = ctx.range(n, 0);
   return loop_store(ctx, name, o, r, Expr(at(a, r)) + at(b, r));
-}
-
-Buffer buffer(Buffer::Kind kind, std::string name, const UOp* n, int32_t position, const UOp* offset = nullptr) {
-  Buffer b;
-  b.kind = kind;
-  b.name = std::move(name);
-  b.dtype = dtypes::float32;
-  b.shape = {n};
-  b.numel = n;
-  b.position = position;
-  b.offset = offset;
-  return b;
 }
 
 constexpr const char* kScaleScaleAdd = R"(#include <stdint.h>

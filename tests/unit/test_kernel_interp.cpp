@@ -6,11 +6,13 @@
 #include <cstring>
 
 #include "tests/unit/kernel_interp.h"
+#include "tests/unit/kernel_testing.h"
 
 namespace kiln::interp {
 namespace {
 
 using schedule::Buffer;
+using namespace kiln::kernel_testing;  // NOLINT: buffer(), filled(), poisoned()
 
 // Kernel builders in the scheduler's form.
 const UOp* param(Context& ctx, int32_t slot, DType elem, const UOp* count, std::string_view name) {
@@ -35,17 +37,6 @@ const UOp* reduce(Op op, const UOp* v, std::initializer_list<const UOp*> ranges)
   std::vector<const UOp*> src{v};
   src.insert(src.end(), ranges);
   return v->ctx().make(Op::REDUCE, v->dtype, src, ReduceArg{op, 0});
-}
-
-Buf filled(DType d, std::vector<double> v) {
-  Buf b(d, int64_t(v.size()));
-  b.fill(v);
-  return b;
-}
-Buf poisoned(DType d, int64_t n) {
-  Buf b(d, n);
-  b.poison();
-  return b;
 }
 
 void run(const UOp* sink, std::vector<Buf*> params, const Vars& vars = {}) { run_kernel(sink, params, vars); }
@@ -347,18 +338,6 @@ TEST(KernelInterpErrors, RangeOutsideItsLoop) {
 }
 
 // ---------------------------------------------------------------- schedules
-
-Buffer buffer(Buffer::Kind kind, std::string name, const UOp* n, int32_t position, const UOp* offset = nullptr) {
-  Buffer b;
-  b.kind = kind;
-  b.name = std::move(name);
-  b.dtype = dtypes::float32;
-  b.shape = {n};
-  b.numel = n;
-  b.position = position;
-  b.offset = offset;
-  return b;
-}
 
 // out[i] = x[i] * c as a kernel with PARAM 0 = out, PARAM 1 = x
 const UOp* scale(Context& ctx, std::string_view name, const UOp* n, double c) {

@@ -16,10 +16,12 @@
 #include "generator/codegen/pipeline.h"
 #include "generator/schedule/schedule.h"
 #include "tests/unit/kernel_interp.h"
+#include "tests/unit/kernel_testing.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
 
 using namespace kiln;
+using namespace kiln::kernel_testing;
 using namespace kiln::interp;
 using namespace kiln::testing_programs;
 
@@ -40,17 +42,6 @@ const UOp* kernel(Context& ctx, std::string_view name, std::initializer_list<con
 }
 const UOp* acc(Context& ctx, int32_t slot, DType d) {
   return ctx.make(Op::BUFFER, d.as_ptr(AddrSpace::Reg), {ctx.cint(1)}, ParamArg{slot, 1, {}});
-}
-
-Buf filled(DType d, std::vector<double> v) {
-  Buf b(d, int64_t(v.size()));
-  b.fill(v);
-  return b;
-}
-Buf poisoned(DType d, int64_t n) {
-  Buf b(d, n);
-  b.poison();
-  return b;
 }
 
 void run(const UOp* sink, std::vector<Buf*> params, const Vars& vars = {}) {

@@ -90,7 +90,9 @@ class CRenderer {
 
   std::string run() {
     analyze();
-    out_ = "void " + name_ + "(void* const* bufs, const int64_t* vars) {\n  (void)bufs;\n  (void)vars;\n";
+    out_ = "void " + name_ + "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n" +
+           "  (void)bufs;\n  (void)vars;\n  (void)cores;\n";
+    if (!uses_core_) out_ += "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n";
     for (const UOp* u : lin_)
       if (needed_.contains(u)) line(u);
     return out_;
@@ -107,6 +109,7 @@ class CRenderer {
       if (!needed_.insert(u).second || u->op == Op::PARAM || u->op == Op::BUFFER) continue;
       for (const UOp* s : u->src()) stack.push_back(s);
     }
+    for (const UOp* u : needed_) uses_core_ |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
     int d = 1;
     for (const UOp* u : lin_) {
       if (u->op == Op::END) --d;
@@ -274,6 +277,12 @@ class CRenderer {
       }
       case Op::DEFINE_VAR: {
         std::string_view vn = u->arg<VarArg>().name;
+        if (vn == ".core" || vn == ".cores") {  // the function's own arguments
+          std::string arg(vn.substr(1));
+          emit(u, "const " + ctype(u->dtype) + " var_" + arg + " = (" + ctype(u->dtype) + ")" + arg + ";");
+          expr_[u] = "var_" + arg;
+          return;
+        }
         size_t j = 0;
         while (j < vars_.size() && vars_[j]->arg<VarArg>().name != vn) ++j;
         if (j == vars_.size())
@@ -365,6 +374,7 @@ class CRenderer {
   std::span<const UOp* const> vars_;
   std::string out_;
   int counter_ = 0;
+  bool uses_core_ = false;
   std::unordered_map<const UOp*, int> depth_, uses_;
   std::unordered_map<const UOp*, const UOp*> user_;
   std::unordered_map<const UOp*, std::string> expr_;

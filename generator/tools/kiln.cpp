@@ -247,7 +247,9 @@ int main(int argc, char** argv) {
   for (auto n : kiln::codegen::stage_names()) stage_list += "\n  " + std::string(n);
   codegen->footer(
       "Output: C99, one function per scheduled kernel:\n"
-      "  void <kernel>_<n>(void* const* bufs, const int64_t* vars);\n"
+      "  void <kernel>_<n>(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);\n"
+      "bufs[i]: the kernel's buffer i; vars[j]: the j-th dim declared in its spec file. Call it once per\n"
+      "core, core = 0 .. cores-1, concurrently or one after another: each call does its share.\n"
       "Stages:" +
       stage_list);
 

@@ -136,7 +136,7 @@ check "codegen exit code" 0 "$?"
 check "codegen stderr empty" "" "$(cat "$tmp/err")"
 # one function per scheduled kernel: as many as `kiln check` counts
 check "codegen kernels" "$("$kiln" check "${specs[@]}" | awk '{ n += $2 } END { print n }')" \
-  "$(grep -c '^void [a-z_]*_[0-9]*(void\* const\* bufs, const int64_t\* vars) {$' "$tmp/k.c")"
+  "$(grep -c '^void [a-z_]*_[0-9]*(void\* const\* bufs, const int64_t\* vars, int32_t core, int32_t cores) {$' "$tmp/k.c")"
 ${CC:-cc} -std=c99 -O1 -Wall -Wextra -Werror -c "$tmp/k.c" -o "$tmp/k.o" 2>"$tmp/err"
 check "codegen C compiles cleanly" "0 " "$? $(head -5 "$tmp/err")"
 check "codegen deterministic" "$(cat "$tmp/k.c")" "$("$kiln" codegen "${specs[@]}" 2>&1)"

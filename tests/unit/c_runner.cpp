@@ -119,7 +119,10 @@ std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const Libr
   return interp::run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<interp::Buf* const> params) {
     std::vector<void*> ptrs;
     for (interp::Buf* b : params) ptrs.push_back(b->data());
-    fns[k](ptrs.data(), var_values.data());
+    // every core's call, one after another (vars[".cores"], default 1), as a runtime would make them
+    auto it = vars.find(".cores");
+    int32_t cores = it == vars.end() ? 1 : int32_t(it->second);
+    for (int32_t c = 0; c < cores; ++c) fns[k](ptrs.data(), var_values.data(), c, cores);
   });
 }
 

@@ -5,7 +5,7 @@
 // comparable with interp::run_schedule's, value for value.
 //
 // The kernel ABI (C99): every kernel is one function of the translation unit,
-//   void <kernel name>(void* const* bufs, const int64_t* vars);
+//   void <kernel name>(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 // bufs[i] is the buffer of PARAM slot i (Kernel::buffers[i]); vars[j] is the value of
 // Schedule::vars[j], the same array for every kernel of the schedule.
 #pragma once
@@ -30,7 +30,7 @@ struct CompileError : std::runtime_error {
 // lives as long as the Library.
 class Library {
  public:
-  using KernelFn = void (*)(void* const* bufs, const int64_t* vars);
+  using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 
   // Compiles with `$CC` (else `cc`) -std=c99 -O2 -fPIC -shared ... -lm, plus `extra_flags`.
   static Library compile(const std::string& c_source, const std::vector<std::string>& extra_flags = {});

@@ -395,9 +395,24 @@ std::vector<ConstValue> Buf::values() const {
 
 // ---------------------------------------------------------------- entry points
 
+void for_each_core(std::span<const UOp* const> nodes, const Vars& vars, const std::function<void(const Vars&)>& run) {
+  bool shared = false;
+  for (const UOp* u : nodes) shared |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
+  if (!shared) return run(vars);  // runs whole (a C kernel returns at once on the other cores)
+  auto it = vars.find(".cores");
+  int64_t cores = it == vars.end() ? 1 : it->second;
+  Vars v = vars;
+  v[".cores"] = cores;
+  for (int64_t c = 0; c < cores; ++c) {
+    v[".core"] = c;
+    run(v);
+  }
+}
+
 void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars) {
   if (sink->op != Op::SINK) throw InterpError("run_kernel: expected a SINK, got " + std::string(op_name(sink->op)));
-  KernelRun(sink, kernel_name(sink, "kernel"), params_by_slot, vars).run();
+  for_each_core(toposort(sink), vars,
+                [&](const Vars& v) { KernelRun(sink, kernel_name(sink, "kernel"), params_by_slot, v).run(); });
 }
 
 std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
@@ -405,7 +420,8 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
   return run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<Buf* const> params) {
     const schedule::Kernel& kernel = s.kernels[k];
     if (kernel.ast->op != Op::SINK) throw InterpError("kernel " + kernel.name + ": expected a SINK");
-    KernelRun(kernel.ast, kernel_name(kernel.ast, kernel.name), params, vars).run();
+    for_each_core(toposort(kernel.ast), vars,
+                  [&](const Vars& v) { KernelRun(kernel.ast, kernel_name(kernel.ast, kernel.name), params, v).run(); });
   });
 }
 

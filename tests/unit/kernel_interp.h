@@ -61,6 +61,11 @@ class Buf {
 // A dim (a weakint expression of DEFINE_VARs) evaluated with `vars`. Throws InterpError.
 int64_t eval_dim(const UOp* d, const Vars& vars);
 
+// Kernels shared among cores (they use the DEFINE_VAR ".core") run once per core, core = 0 ..
+// vars[".cores"]-1 (default 1 core), one after another, as the C kernel would be called; the
+// others run once. `run` gets the vars with ".core" and ".cores" bound.
+void for_each_core(std::span<const UOp* const> nodes, const Vars& vars, const std::function<void(const Vars&)>& run);
+
 // Runs one kernel AST (the SINK) with params_by_slot[ParamArg::slot] as its buffers. Each PARAM's
 // element count (its source, evaluated with `vars`) and element dtype must match its buffer.
 void run_kernel(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars);

@@ -187,7 +187,9 @@ bool has_op(const UOp* sink, Op op) {
 
 void run_linear(std::span<const UOp* const> linear, std::span<Buf* const> params_by_slot, const Vars& vars) {
   if (linear.empty()) throw InterpError("run_linear: an empty list");
-  LinearRun(linear, kernel_name(linear.back(), "kernel"), params_by_slot, vars).run();
+  for_each_core(linear, vars, [&](const Vars& v) {
+    LinearRun(linear, kernel_name(linear.back(), "kernel"), params_by_slot, v).run();
+  });
 }
 
 void run_stage(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars) {

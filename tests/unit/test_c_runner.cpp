@@ -29,7 +29,8 @@ template <class F> std::string error_of(F&& f) {
 
 TEST(CRunnerLibrary, CompilesAndCallsAKernel) {
   Library lib = Library::compile(R"(#include <stdint.h>
-void add(void* const* b, const int64_t* v) {
+void add(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  (void)core; (void)cores;
   float* o = b[0];
   const float* x = b[1];
   for (int64_t i = 0; i < v[0]; i++) o[i] = x[i] + 1.0f;
@@ -37,7 +38,7 @@ void add(void* const* b, const int64_t* v) {
   float x[3] = {1.5f, -2.0f, 7.0f}, o[3] = {0, 0, 0};
   void* bufs[2] = {o, x};
   int64_t vars[1] = {3};
-  lib.get("add")(bufs, vars);
+  lib.get("add")(bufs, vars, 0, 1);
   EXPECT_EQ(o[0], 2.5f);
   EXPECT_EQ(o[1], -1.0f);
   EXPECT_EQ(o[2], 8.0f);
@@ -55,11 +56,13 @@ TEST(CRunnerLibrary, CompileErrorCarriesTheDiagnostic) {
 }
 
 TEST(CRunnerLibrary, ExtraFlagsReachTheCompiler) {
-  const char* src = "#include <stdint.h>\nvoid k(void* const* b, const int64_t* v) { (void)v; *(int32_t*)b[0] = N; }\n";
+  const char* src =
+      "#include <stdint.h>\nvoid k(void* const* b, const int64_t* v, int32_t c, int32_t n) {\n"
+      "  (void)v; (void)c; (void)n; *(int32_t*)b[0] = N;\n}\n";
   Library lib = Library::compile(src, {"-DN=42"});
   int32_t out = 0;
   void* bufs[1] = {&out};
-  lib.get("k")(bufs, nullptr);
+  lib.get("k")(bufs, nullptr, 0, 1);
   EXPECT_EQ(out, 42);
   EXPECT_THROW(Library::compile(src), CompileError);  // N undefined without the flag
 }
@@ -91,7 +94,9 @@ TEST(CRunnerLibrary, MovesAndRemovesItsTemporaryDirectory) {
 // The scheduler's kernels for x.sum({0}, true) - x over x[M, 4], by hand in C:
 // p_0: t0[j] = sum_i x[i*4+j] (t0 in the arena), p_1: out0[i*4+j] = t0[j] + x[i*4+j] * -1.
 constexpr const char* kColumnSumMinusX = R"(#include <stdint.h>
-void p_0(void* const* bufs, const int64_t* vars) {
+void p_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {
+  (void)core; (void)cores;
+  if (core != 0) return;
   float* t0 = bufs[0];
   const float* x = bufs[1];
   for (int64_t j = 0; j < 4; j++) {
@@ -100,7 +105,9 @@ void p_0(void* const* bufs, const int64_t* vars) {
     t0[j] = acc;
   }
 }
-void p_1(void* const* bufs, const int64_t* vars) {
+void p_1(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {
+  (void)core; (void)cores;
+  if (core != 0) return;
   float* out0 = bufs[0];
   const float* t0 = bufs[1];
   const float* x = bufs[2];
@@ -163,15 +170,18 @@ const UOp* add(Context& ctx, std::string_view name, const UOp* n) {
 }
 
 constexpr const char* kScaleScaleAdd = R"(#include <stdint.h>
-void q_0(void* const* b, const int64_t* v) {
+void q_0(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  if (core != 0 || cores < 1) return;
   float* o = b[0]; const float* x = b[1];
   for (int64_t i = 0; i < v[0]; i++) o[i] = x[i] * 2.0f;
 }
-void q_1(void* const* b, const int64_t* v) {
+void q_1(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  if (core != 0 || cores < 1) return;
   float* o = b[0]; const float* x = b[1];
   for (int64_t i = 0; i < v[0]; i++) o[i] = x[i] * 3.0f;
 }
-void q_2(void* const* b, const int64_t* v) {
+void q_2(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  if (core != 0 || cores < 1) return;
   float* o = b[0]; const float* a = b[1]; const float* c = b[2];
   for (int64_t i = 0; i < v[0]; i++) o[i] = a[i] + c[i];
 }

@@ -90,7 +90,11 @@ struct CodegenTest : ::testing::Test {
     Program p{ins, outs, schedule::schedule(ins, outs, "k" + std::to_string(programs++))};
     std::string src = c_source(p.sched);
     crun::Library lib = crun::Library::compile(render::c_preamble() + src, kStrict);
-    for (const auto& vars : bindings) EXPECT_EQ(compare(p, lib, vars, 99), "") << src;
+    for (auto vars : bindings)
+      for (int64_t cores : {1, 3}) {  // the kernels' calls per core, one after another
+        vars[".cores"] = cores;
+        EXPECT_EQ(compare(p, lib, vars, 99), "") << cores << " cores\n" << src;
+      }
   }
 };
 
@@ -200,9 +204,10 @@ TEST(CodegenOpts, MatmulIsRegisterTiled) {
   schedule::Schedule s = schedule::schedule(ins, outs, "k");
   const UOp* sink = s.kernels[0].ast;
   std::vector<codegen::Opt> opts = codegen::hand_coded_optimizations(sink);
-  ASSERT_EQ(opts.size(), 2u);
+  ASSERT_EQ(opts.size(), 3u);
   EXPECT_EQ(opts[0].str(), "LANES(1, 16)");
   EXPECT_EQ(opts[1].str(), "UPCAST(0, 8)");
+  EXPECT_EQ(opts[2].str(), "THREAD(0)");  // the 64 / 8 row tiles, shared among the cores
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
   // 8 rows of 16 lane accumulators, one loop over K, the lane loops inside it
   EXPECT_NE(c.find("float acc7[16];"), std::string::npos) << c;
@@ -277,10 +282,14 @@ TEST(CodegenGolden, ElementwiseKernelText) {
   Tensor a = Tensor::input(ctx, "a", dtypes::float32, {4, 3}), b = Tensor::input(ctx, "b", dtypes::float32, {3});
   std::vector<Tensor> ins{a, b}, outs{(a + b).relu()};
   schedule::Schedule s = schedule::schedule(ins, outs, "k");
-  EXPECT_EQ(codegen::compile_to_c(s.kernels[0].ast, s.vars).source,
-            "void k_0(void* const* bufs, const int64_t* vars) {\n"
+  codegen::PipelineOptions plain;
+  plain.optimize = false;  // the loops as scheduled: not shared among cores, so core 0 does it all
+  EXPECT_EQ(codegen::compile_to_c(s.kernels[0].ast, s.vars, plain).source,
+            "void k_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n"
             "  (void)bufs;\n"
             "  (void)vars;\n"
+            "  (void)cores;\n"
+            "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n"
             "  float* restrict data0 = (float*)bufs[0];  /* out0 */\n"
             "  const float* restrict data1 = (const float*)bufs[1];  /* a */\n"
             "  const float* restrict data2 = (const float*)bufs[2];  /* b */\n"
@@ -339,6 +348,7 @@ TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
   for (int seed = 0; seed < kPrograms; ++seed) {
     Case c{std::make_unique<Context>(), {}, {}};
     RandomProgram(uint64_t(seed)).build(*c.ctx, c.p.ins, c.p.outs, c.vars);
+    c.vars[".cores"] = 1 + seed % 3;  // every core's call, in turn
     c.p.sched = schedule::schedule(c.p.ins, c.p.outs, "r" + std::to_string(seed));
     src += c_source(c.p.sched);
     cases.push_back(std::move(c));

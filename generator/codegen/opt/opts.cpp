@@ -10,6 +10,7 @@
 namespace kiln::codegen {
 
 std::string Opt::str() const {
+  if (kind == Kind::Thread) return "THREAD(" + std::to_string(axis) + ")";
   const char* name = kind == Kind::Upcast ? "UPCAST" : kind == Kind::Unroll ? "UNROLL" : "LANES";
   return std::string(name) + "(" + std::to_string(axis) + ", " + std::to_string(amount) + ")";
 }
@@ -175,11 +176,33 @@ const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
   return graph_rewrite(sink, pm, &ls, o);
 }
 
+const UOp* split_for_threads(const UOp* sink) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return nullptr;
+  const UOp* end = sink->src(0);
+  const UOp* r = end->src(1);  // the outermost output loop
+  if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop) return nullptr;
+  if (r->src(0)->op == Op::CONST && r->src(0)->ival() < 2) return nullptr;
+  Context& ctx = sink->ctx();
+  Expr n = r->src(0);
+  Expr core = ctx.var(kCoreVar, 0, kMaxCores - 1), cores = ctx.var(kCoresVar, 1, kMaxCores);
+  // clamped to n (a no-op: core < cores) so range analysis bounds them by n, outside the loop
+  Expr lo = minimum(core * n / cores, n), hi = minimum((core + 1) * n / cores, n);
+  RangeArg a = r->arg<RangeArg>();
+  a.type = AxisType::Thread;
+  const UOp* share = ctx.make(Op::RANGE, r->dtype, {simplify(hi - lo)}, a);
+  SplitRanges sr{lo + share, {share}};
+  const UOp* s = substitute(sink, {{r, sr.expr}});
+  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
+  RewriteOptions o;
+  o.name = "apply opts";
+  return graph_rewrite(s, pm, &sr, o);
+}
+
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return applied;
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
-  if (!reduces || sink->nsrc() != 1 || sink->src(0)->op != Op::END) return applied;
   // the output axes, outermost first
   const UOp* end = sink->src(0);
   std::vector<const UOp*> axes(end->src().begin() + 1, end->src().end());
@@ -193,9 +216,17 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
       }
     }
   };
-  // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
-  if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
-  if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+  if (reduces) {
+    // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
+    if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
+    if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+  }
+  // the outermost loop (after tiling: over tiles) is shared among the cores
+  if (const UOp* s = split_for_threads(sink)) {
+    sink = s;
+    applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
+  }
+  if (!reduces) return applied;
   // long reductions in blocks, so a block of the operands stays in cache across output tiles
   if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
   // reductions that no output lane vectorizes: 64 partial results side by side (4 AVX-512 registers)

@@ -12,7 +12,8 @@
 namespace kiln::codegen {
 
 struct Opt {
-  enum class Kind { Upcast, Unroll, Lane };  // Lane: the inner piece stays a loop, innermost (see AxisType::Lane)
+  // Lane: the inner piece stays a loop, innermost (see AxisType::Lane); Thread: see split_for_threads
+  enum class Kind { Upcast, Unroll, Lane, Thread };
   Kind kind;
   int32_t axis;             // RangeArg::axis of the range to split
   int64_t amount;           // the size of the inner piece; must divide the range's end
@@ -30,6 +31,17 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt);
 // pages in the TLB) while every output tile uses it. Returns nullptr when the kernel is not of
 // that form or the reduction is not a multiple of 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
+
+// The cores a kernel runs on: every kernel takes (core, cores) and does its share. These
+// DEFINE_VARs (names no spec can spell) stand for them in the IR.
+inline constexpr const char* kCoreVar = ".core";
+inline constexpr const char* kCoresVar = ".cores";
+inline constexpr int64_t kMaxCores = 256;
+
+// Shares the outermost output loop among the cores: core c runs rows [c*n/cores, (c+1)*n/cores)
+// (a Thread range over its share). Returns nullptr for a kernel without such a loop; a kernel
+// that is not split runs whole on core 0.
+const UOp* split_for_threads(const UOp* sink);
 
 // Splits every reduction over a constant range whose body uses no lane loop into `width` lanes:
 // REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width` partial results

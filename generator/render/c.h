@@ -4,9 +4,10 @@
 // bufs[i] is the buffer of PARAM slot i, vars[j] the value of vars[j] (the DEFINE_VARs the
 // caller passes, in the order given here). A caller runs the kernel once per core, core = 0 ..
 // cores-1, at the same time or one after another: each call does its share (a kernel that is
-// not shared does all of it on core 0 and returns at once elsewhere). Ranges become for loops, accumulators locals, index
-// math plain C; integer math that range analysis cannot prove overflow-free wraps explicitly
-// (through unsigned arithmetic), so the C has no undefined behaviour where the IR has none.
+// not shared does all of it on core 0 and returns at once elsewhere). Ranges become for loops,
+// accumulators locals, index math plain C; integer math that range analysis cannot prove
+// overflow-free wraps explicitly (through unsigned arithmetic), so the C has no undefined
+// behaviour where the IR has none.
 #pragma once
 
 #include <span>

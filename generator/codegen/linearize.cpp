@@ -63,7 +63,7 @@ class Linearizer {
   }
 
   void compute_deps() {
-    words_ = (ranges_.size() + 63) / 64;
+    words_ = std::max<size_t>(1, (ranges_.size() + 63) / 64);  // one word even without ranges
     deps_.assign(topo_.size() * words_, 0);
     for (size_t i = 0; i < topo_.size(); ++i) {
       const UOp* u = topo_[i];

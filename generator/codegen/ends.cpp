@@ -1,8 +1,23 @@
-// split ends: an END closing several ranges becomes nested ENDs of one range each, the last
-// (innermost) range closed first, so every loop has exactly one closing node.
+// split ends (and the range helpers of passes.h): an END closing several ranges becomes nested ENDs of one range each,
+// the last (innermost) range closed first, so every loop has exactly one closing node.
 #include "generator/codegen/passes.h"
 
+#include <algorithm>
+
 namespace kiln::codegen {
+
+int32_t first_free_axis(const UOp* sink) {
+  int32_t next = 0;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE) next = std::max(next, u->arg<RangeArg>().axis + 1);
+  return next;
+}
+
+const UOp* clone_range(const UOp* r, int32_t axis) {
+  RangeArg a = r->arg<RangeArg>();
+  a.axis = axis;
+  return r->ctx().make(Op::RANGE, r->dtype, r->src(), a);
+}
 
 const PatternMatcher& pm_split_ends() {
   static const PatternMatcher pm({Rule(UPat::op({Op::END}).allow_any_len(), [](const Match& m) -> const UOp* {

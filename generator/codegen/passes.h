@@ -7,6 +7,11 @@
 
 namespace kiln::codegen {
 
+// Range helpers the stages share: the first axis id no range of `sink` uses, and a copy of a
+// range under another axis id (a distinct loop over the same extent).
+int32_t first_free_axis(const UOp* sink);
+const UOp* clone_range(const UOp* r, int32_t axis);
+
 struct ReduceContext {
   int32_t acc_num = 0;    // accumulators made so far (their BUFFER slot)
   int32_t next_axis = 0;  // for the lane loops it clones: above every axis of the kernel

@@ -50,8 +50,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile
   s = st.rewrite(s, sym(), "post-opt symbolic");   // folds the index math of the copies
   s = st.rewrite(s, pm_add_loads(), "add loads");  // reads become explicit before reduces make registers
-  for (const UOp* u : toposort(s))
-    if (u->op == Op::RANGE) reduces.next_axis = std::max(reduces.next_axis, u->arg<RangeArg>().axis + 1);
+  reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
   // not yet: local buffers, gpu dims / thread axis, devectorize, memory coalescing

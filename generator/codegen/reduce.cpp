@@ -33,12 +33,6 @@ const UOp* identity(Context& ctx, Op op, DType d) {
   }
 }
 
-const UOp* clone_range(const UOp* r, ReduceContext& rc) {
-  RangeArg a = r->arg<RangeArg>();
-  a.axis = rc.next_axis++;
-  return r->ctx().make(Op::RANGE, r->dtype, r->src(), a);
-}
-
 const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const UOp*> outer, const UOp* lane) {
   Context& ctx = r->ctx();
   Op op = r->arg<ReduceArg>().op;
@@ -48,14 +42,14 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
       ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Reg), {ctx.cint(width)}, ParamArg{rc.acc_num++, width, {}});
   outer.erase(std::find(outer.begin(), outer.end(), lane));
   outer[0] = acc;
-  const UOp* l_init = clone_range(lane, rc);
+  const UOp* l_init = clone_range(lane, rc.next_axis++);
   const UOp* init_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, outer), l_init});
   const UOp* init = ctx.make(Op::END, dtypes::void_,
                              {ctx.make(Op::STORE, dtypes::void_, {init_at, identity(ctx, op, r->dtype)}), l_init});
   std::vector<const UOp*> in_src{acc, init};
   in_src.insert(in_src.end(), ranges.begin(), ranges.end());
   const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);
-  const UOp* l_upd = clone_range(lane, rc);
+  const UOp* l_upd = clone_range(lane, rc.next_axis++);
   const UOp* at = ctx.make(Op::INDEX, r->dtype, {acc_in, l_upd});
   const UOp* body = substitute(r->src(0), {{lane, l_upd}});
   const UOp* upd =
@@ -132,9 +126,8 @@ const UOp* merge_reduce_ends(const UOp* sink) {
   std::map<Key, std::map<Key, std::vector<const UOp*>>> by_ranges;  // ranges -> reset place -> ENDs
   std::map<Key, std::vector<Key>> place_order;
   std::vector<Key> range_order;
-  int32_t next_axis = 0;
+  int32_t next_axis = first_free_axis(sink);
   for (const UOp* u : toposort(sink)) {
-    if (u->op == Op::RANGE) next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
     if (!is_acc_end(u)) continue;
     Key ranges(u->src().begin() + 1, u->src().end()), place;
     const UOp* after = acc_after(inner_store(u->src(0)));
@@ -157,13 +150,7 @@ const UOp* merge_reduce_ends(const UOp* sink) {
       Key rs = ranges;
       if (pi > 0) {  // a reset place of its own: its own copy of the loops
         std::unordered_map<const UOp*, const UOp*> clone;
-        for (const UOp*& r : rs) {
-          RangeArg a = r->arg<RangeArg>();
-          a.axis = next_axis++;
-          const UOp* c = ctx.make(Op::RANGE, r->dtype, r->src(), a);
-          clone[r] = c;
-          r = c;
-        }
+        for (const UOp*& r : rs) r = clone[r] = clone_range(r, next_axis++);
         for (const UOp*& e : ends) e = substitute(e, clone);
       }
       const UOp* end = ends[0];

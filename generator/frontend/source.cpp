@@ -4,6 +4,16 @@
 
 namespace kiln::frontend {
 
+Diagnostic diagnostic(Loc loc, size_t length, std::string message, std::string expected, std::string got) {
+  Diagnostic d;
+  d.loc = loc;
+  d.length = static_cast<int>(std::max<size_t>(1, length));
+  d.message = std::move(message);
+  d.expected = std::move(expected);
+  d.got = std::move(got);
+  return d;
+}
+
 SourceFile::SourceFile(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
   line_starts_.push_back(0);
   for (size_t i = 0; i < text_.size(); ++i)

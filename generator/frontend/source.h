@@ -50,6 +50,9 @@ struct Diagnostic {
   int length = 1;  // columns to underline, the caret plus `~` for the rest of the token
 };
 
+// A diagnostic underlining `length` columns (at least the caret).
+Diagnostic diagnostic(Loc loc, size_t length, std::string message, std::string expected = {}, std::string got = {});
+
 // The clang-style text of one diagnostic, three lines each ending in '\n'.
 std::string render(const Diagnostic& d);
 std::string render(const std::vector<Diagnostic>& ds);

@@ -63,13 +63,7 @@ class Checker {
   std::map<std::string, bool> dim_valid_;  // a dim with a bad range gives no size to compute with
 
   void report(Loc loc, size_t length, std::string message, std::string expected = {}, std::string got = {}) {
-    Diagnostic d;
-    d.loc = loc;
-    d.length = static_cast<int>(std::max<size_t>(1, length));
-    d.message = std::move(message);
-    d.expected = std::move(expected);
-    d.got = std::move(got);
-    diags_.push_back(std::move(d));
+    diags_.push_back(diagnostic(loc, length, std::move(message), std::move(expected), std::move(got)));
   }
 
   void redefinition(Loc loc, const std::string& name, const char* first_kind, int first_line) {

@@ -22,13 +22,7 @@ struct LowerError {
 };
 
 [[noreturn]] void fail(Loc loc, size_t length, std::string message, std::string expected = {}, std::string got = {}) {
-  Diagnostic d;
-  d.loc = loc;
-  d.length = static_cast<int>(std::max<size_t>(1, length));
-  d.message = std::move(message);
-  d.expected = std::move(expected);
-  d.got = std::move(got);
-  throw LowerError{std::move(d)};
+  throw LowerError{diagnostic(loc, length, std::move(message), std::move(expected), std::move(got))};
 }
 
 // The columns of a node worth underlining: its name or literal, an operator's spelling.

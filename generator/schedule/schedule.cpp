@@ -26,11 +26,6 @@ struct Realize {
   const UOp* node;
 };
 
-bool is_movement(Op op) {
-  return op == Op::RESHAPE || op == Op::EXPAND || op == Op::PERMUTE || op == Op::PAD || op == Op::SHRINK ||
-         op == Op::FLIP;
-}
-
 DType concrete(DType d) {
   if (d == dtypes::weakint) return dtypes::int32;
   if (d == dtypes::weakfloat) return dtypes::float32;
@@ -335,7 +330,7 @@ class Scheduler {
 
   // The node a realization under an expand would buffer: the first non-movement node.
   static const UOp* base_below(const UOp* x) {
-    while (is_movement(x->op)) x = x->src(0);
+    while (in_group(x->op, G_MOVEMENT)) x = x->src(0);
     return x;
   }
 

@@ -109,7 +109,7 @@ bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<Sche
       try {
         done.push_back({k.name, kiln::schedule::schedule(k.inputs, k.outputs, k.name, k.output_names)});
       } catch (const kiln::ShapeError& e) {
-        errors.push_back({k.loc, "cannot schedule kernel '" + k.name + "': " + e.what(), "", "", 1});
+        errors.push_back(kiln::frontend::diagnostic(k.loc, 1, "cannot schedule kernel '" + k.name + "': " + e.what()));
       }
     }
   }

@@ -1,5 +1,7 @@
 #include "generator/codegen/opt/opts.h"
 
+#include "generator/codegen/passes.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -39,6 +41,15 @@ const UOp* split_range_lists(const Match& m, void* vctx) {
   return changed ? u->with_src(src) : nullptr;
 }
 
+// r -> expr everywhere; where END and REDUCE list r as a source, its pieces instead
+const UOp* replace_range(const UOp* sink, const UOp* r, SplitRanges sr) {
+  const UOp* s = substitute(sink, {{r, sr.expr}});
+  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
+  RewriteOptions o;
+  o.name = "apply opts";
+  return graph_rewrite(s, pm, &sr, o);
+}
+
 }  // namespace
 
 const UOp* apply_opt(const UOp* sink, const Opt& opt) {
@@ -74,11 +85,7 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
         ctx.make(Op::ADD, r->dtype, {ctx.make(Op::MUL, r->dtype, {outer, ctx.cint(opt.amount, r->dtype)}), inner});
     sr.pieces = {outer, inner};
   }
-  const UOp* s = substitute(sink, {{r, sr.expr}});
-  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
-  RewriteOptions o;
-  o.name = "apply opts";
-  return graph_rewrite(s, pm, &sr, o);
+  return replace_range(sink, r, std::move(sr));
 }
 
 const UOp* tile_reduction(const UOp* sink, int64_t tile) {
@@ -93,20 +100,13 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   int64_t n = k->src(0)->ival();
   if (n % tile != 0 || n / tile < 2) return nullptr;
   Context& ctx = sink->ctx();
-  int32_t next_axis = 0;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::RANGE) next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
+  int32_t next_axis = first_free_axis(sink);
   const UOp* idx = st->src(0);
   const UOp* out = idx->src(0);
   // the output, zeroed over its own copy of the output loops
   std::unordered_map<const UOp*, const UOp*> clones;
   std::vector<const UOp*> init_src{nullptr};
-  for (const UOp* r : end->src().subspan(1)) {
-    RangeArg a = r->arg<RangeArg>();
-    a.axis = next_axis++;
-    clones[r] = ctx.make(Op::RANGE, r->dtype, r->src(), a);
-    init_src.push_back(clones[r]);
-  }
+  for (const UOp* r : end->src().subspan(1)) init_src.push_back(clones[r] = clone_range(r, next_axis++));
   const UOp* zero = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
   init_src[0] = ctx.make(Op::STORE, dtypes::void_, {substitute(idx, clones), zero});
   const UOp* init = ctx.make(Op::END, dtypes::void_, init_src);
@@ -167,9 +167,7 @@ const UOp* split_lanes(const Match& m, void* vctx) {
 }  // namespace
 
 const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
-  LaneSplit ls{width, 0};
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::RANGE) ls.next_axis = std::max(ls.next_axis, u->arg<RangeArg>().axis + 1);
+  LaneSplit ls{width, first_free_axis(sink)};
   static const PatternMatcher pm({Rule(UPat::op({Op::REDUCE}).allow_any_len(), split_lanes)});
   RewriteOptions o;
   o.name = "apply opts";
@@ -191,11 +189,7 @@ const UOp* split_for_threads(const UOp* sink) {
   a.type = AxisType::Thread;
   const UOp* share = ctx.make(Op::RANGE, r->dtype, {simplify(hi - lo)}, a);
   SplitRanges sr{lo + share, {share}};
-  const UOp* s = substitute(sink, {{r, sr.expr}});
-  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
-  RewriteOptions o;
-  o.name = "apply opts";
-  return graph_rewrite(s, pm, &sr, o);
+  return replace_range(sink, r, std::move(sr));
 }
 
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {

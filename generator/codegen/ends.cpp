@@ -3,6 +3,7 @@
 #include "generator/codegen/passes.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace kiln::codegen {
 
@@ -17,6 +18,41 @@ const UOp* clone_range(const UOp* r, int32_t axis) {
   RangeArg a = r->arg<RangeArg>();
   a.axis = axis;
   return r->ctx().make(Op::RANGE, r->dtype, r->src(), a);
+}
+
+namespace {
+
+const UOp* replace_range_lists(const Match& m, void* vctx) {
+  const UOp* u = m.root;
+  const auto& by_expr = *static_cast<std::unordered_map<const UOp*, const RangeReplacement*>*>(vctx);
+  std::vector<const UOp*> src{u->src(0)};
+  bool changed = false;
+  for (const UOp* s : u->src().subspan(1)) {
+    auto it = by_expr.find(s);
+    if (it == by_expr.end()) {
+      src.push_back(s);
+      continue;
+    }
+    for (const UOp* p : it->second->pieces)
+      if (std::find(src.begin() + 1, src.end(), p) == src.end()) src.push_back(p);
+    changed = true;
+  }
+  return changed ? u->with_src(src) : nullptr;
+}
+
+}  // namespace
+
+const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with) {
+  std::unordered_map<const UOp*, const UOp*> exprs;
+  std::unordered_map<const UOp*, const RangeReplacement*> by_expr;
+  for (const auto& [r, rep] : with) {
+    exprs[r] = rep.expr;
+    by_expr[rep.expr] = &rep;
+  }
+  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), replace_range_lists)});
+  RewriteOptions o;
+  o.name = "replace ranges";
+  return graph_rewrite(substitute(sink, exprs), pm, &by_expr, o);
 }
 
 const PatternMatcher& pm_split_ends() {

@@ -1,6 +1,7 @@
 // The codegen stages, each in its own file; codegen/pipeline.cpp runs them in order.
 #pragma once
 
+#include <unordered_map>
 #include <vector>
 
 #include "generator/rewrite/rewrite.h"
@@ -11,6 +12,14 @@ namespace kiln::codegen {
 // range under another axis id (a distinct loop over the same extent).
 int32_t first_free_axis(const UOp* sink);
 const UOp* clone_range(const UOp* r, int32_t axis);
+// A range replaced by an expression of new ranges: `expr` wherever the range is used as a value,
+// and `pieces` (outermost first) where END and REDUCE list it. Ranges replaced together may
+// share pieces (a merge); each piece is listed once, where the first of them was.
+struct RangeReplacement {
+  const UOp* expr;
+  std::vector<const UOp*> pieces;
+};
+const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with);
 
 struct ReduceContext {
   int32_t acc_num = 0;    // accumulators made so far (their BUFFER slot)
@@ -28,6 +37,12 @@ const PatternMatcher& pm_remove_reduces();
 // Accumulations that the expander copied loop over the same range in the same place: one END
 // (over a GROUP of their updates) closes the range for all of them, so they share one loop.
 const UOp* merge_reduce_ends(const UOp* sink);
+
+// gpu dims (gpudims.cpp): each Thread loop becomes the calling core's share of it.
+inline constexpr const char* kCoreVar = ".core";
+inline constexpr const char* kCoresVar = ".cores";
+inline constexpr int64_t kMaxCores = 256;
+const UOp* add_gpudims(const UOp* sink);
 
 // split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last.
 const PatternMatcher& pm_split_ends();

@@ -53,7 +53,8 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  // not yet: local buffers, gpu dims / thread axis, devectorize, memory coalescing
+  // not yet: local buffers, devectorize, memory coalescing
+  s = st.done(add_gpudims(s), "gpu dims");                   // the Thread loop: the calling core's share of it
   s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
   s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
   s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed
@@ -65,9 +66,9 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",     "initial symbolic", "apply opts", "expander",          "post-opt symbolic",
-      "add loads",      "remove reduces",   "split ends", "lower index dtype", "final symbolic",
-      "decompositions", "commit weak",      "linearize"};
+      "kernel ast",     "initial symbolic", "apply opts",  "expander",   "post-opt symbolic",
+      "add loads",      "remove reduces",   "gpu dims",    "split ends", "lower index dtype",
+      "final symbolic", "decompositions",   "commit weak", "linearize"};
   return names;
 }
 

@@ -17,41 +17,6 @@ std::string Opt::str() const {
   return std::string(name) + "(" + std::to_string(axis) + ", " + std::to_string(amount) + ")";
 }
 
-namespace {
-
-// END and REDUCE list their ranges as sources: put the two pieces where the range was.
-struct SplitRanges {
-  const UOp* expr;
-  std::vector<const UOp*> pieces;
-};
-
-const UOp* split_range_lists(const Match& m, void* vctx) {
-  const UOp* u = m.root;
-  auto& sr = *static_cast<SplitRanges*>(vctx);
-  std::vector<const UOp*> src{u->src(0)};
-  bool changed = false;
-  for (const UOp* s : u->src().subspan(1)) {
-    if (s == sr.expr) {
-      src.insert(src.end(), sr.pieces.begin(), sr.pieces.end());
-      changed = true;
-    } else {
-      src.push_back(s);
-    }
-  }
-  return changed ? u->with_src(src) : nullptr;
-}
-
-// r -> expr everywhere; where END and REDUCE list r as a source, its pieces instead
-const UOp* replace_range(const UOp* sink, const UOp* r, SplitRanges sr) {
-  const UOp* s = substitute(sink, {{r, sr.expr}});
-  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), split_range_lists)});
-  RewriteOptions o;
-  o.name = "apply opts";
-  return graph_rewrite(s, pm, &sr, o);
-}
-
-}  // namespace
-
 const UOp* apply_opt(const UOp* sink, const Opt& opt) {
   const UOp* r = nullptr;
   int32_t next_axis = 0;
@@ -76,7 +41,7 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
                                                         : AxisType::Lane;
   RangeArg inner_arg{next_axis, inner_type, -1};
   const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
-  SplitRanges sr{inner, {inner}};
+  RangeReplacement sr{inner, {inner}};
   if (!whole) {
     RangeArg outer_arg = r->arg<RangeArg>();
     outer_arg.sub = 0;
@@ -85,7 +50,7 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
         ctx.make(Op::ADD, r->dtype, {ctx.make(Op::MUL, r->dtype, {outer, ctx.cint(opt.amount, r->dtype)}), inner});
     sr.pieces = {outer, inner};
   }
-  return replace_range(sink, r, std::move(sr));
+  return replace_ranges(sink, {{r, std::move(sr)}});
 }
 
 const UOp* tile_reduction(const UOp* sink, int64_t tile) {
@@ -174,22 +139,14 @@ const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
   return graph_rewrite(sink, pm, &ls, o);
 }
 
-const UOp* split_for_threads(const UOp* sink) {
+const UOp* mark_thread_axis(const UOp* sink) {
   if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return nullptr;
-  const UOp* end = sink->src(0);
-  const UOp* r = end->src(1);  // the outermost output loop
+  const UOp* r = sink->src(0)->src(1);  // the outermost output loop
   if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop) return nullptr;
   if (r->src(0)->op == Op::CONST && r->src(0)->ival() < 2) return nullptr;
-  Context& ctx = sink->ctx();
-  Expr n = r->src(0);
-  Expr core = ctx.var(kCoreVar, 0, kMaxCores - 1), cores = ctx.var(kCoresVar, 1, kMaxCores);
-  // clamped to n (a no-op: core < cores) so range analysis bounds them by n, outside the loop
-  Expr lo = minimum(core * n / cores, n), hi = minimum((core + 1) * n / cores, n);
   RangeArg a = r->arg<RangeArg>();
   a.type = AxisType::Thread;
-  const UOp* share = ctx.make(Op::RANGE, r->dtype, {simplify(hi - lo)}, a);
-  SplitRanges sr{lo + share, {share}};
-  return replace_range(sink, r, std::move(sr));
+  return substitute(sink, {{r, sink->ctx().make(Op::RANGE, r->dtype, r->src(), a)}});
 }
 
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
@@ -216,7 +173,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
     if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   }
   // the outermost loop (after tiling: over tiles) is shared among the cores
-  if (const UOp* s = split_for_threads(sink)) {
+  if (const UOp* s = mark_thread_axis(sink)) {
     sink = s;
     applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
   }

@@ -32,16 +32,10 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt);
 // that form or the reduction is not a multiple of 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
 
-// The cores a kernel runs on: every kernel takes (core, cores) and does its share. These
-// DEFINE_VARs (names no spec can spell) stand for them in the IR.
-inline constexpr const char* kCoreVar = ".core";
-inline constexpr const char* kCoresVar = ".cores";
-inline constexpr int64_t kMaxCores = 256;
-
-// Shares the outermost output loop among the cores: core c runs rows [c*n/cores, (c+1)*n/cores)
-// (a Thread range over its share). Returns nullptr for a kernel without such a loop; a kernel
-// that is not split runs whole on core 0.
-const UOp* split_for_threads(const UOp* sink);
+// Marks the outermost output loop Thread: the cores share it (the stage "gpu dims" gives each
+// core its part). Returns nullptr for a kernel without such a loop; a kernel with no Thread loop
+// runs whole on core 0.
+const UOp* mark_thread_axis(const UOp* sink);
 
 // Splits every reduction over a constant range whose body uses no lane loop into `width` lanes:
 // REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width` partial results

@@ -32,6 +32,9 @@ const PatternMatcher& pm_add_loads();
 // expander (expander.cpp): Upcast ranges of ENDs and Unroll ranges of REDUCEs unrolled into copies.
 const PatternMatcher& pm_expander();
 
+// The value a reduction by `op` (ADD, MUL or MAX) starts from: 0, 1, or the lowest value of `d`.
+const UOp* reduce_identity(Context& ctx, Op op, DType d);
+
 // remove reduces (reduce.cpp): REDUCE -> an accumulator register; graph_rewrite ctx: ReduceContext.
 const PatternMatcher& pm_remove_reduces();
 // Accumulations that the expander copied loop over the same range in the same place: one END

@@ -16,9 +16,7 @@
 
 namespace kiln::codegen {
 
-namespace {
-
-const UOp* identity(Context& ctx, Op op, DType d) {
+const UOp* reduce_identity(Context& ctx, Op op, DType d) {
   switch (op) {
     case Op::ADD:
       return is_float(d) ? ctx.cfloat(0.0, d) : is_bool(d) ? ctx.cbool(false) : ctx.cint(0, d);
@@ -29,9 +27,11 @@ const UOp* identity(Context& ctx, Op op, DType d) {
              : is_bool(d) ? ctx.cbool(false)
                           : ctx.cint(int_min(d), d);
     default:
-      throw InternalError("remove reduces: no identity for " + std::string(op_name(op)));
+      throw InternalError("no identity for a reduction by " + std::string(op_name(op)));
   }
 }
+
+namespace {
 
 const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const UOp*> outer, const UOp* lane) {
   Context& ctx = r->ctx();
@@ -44,8 +44,9 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
   outer[0] = acc;
   const UOp* l_init = clone_range(lane, rc.next_axis++);
   const UOp* init_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, outer), l_init});
-  const UOp* init = ctx.make(Op::END, dtypes::void_,
-                             {ctx.make(Op::STORE, dtypes::void_, {init_at, identity(ctx, op, r->dtype)}), l_init});
+  const UOp* init =
+      ctx.make(Op::END, dtypes::void_,
+               {ctx.make(Op::STORE, dtypes::void_, {init_at, reduce_identity(ctx, op, r->dtype)}), l_init});
   std::vector<const UOp*> in_src{acc, init};
   in_src.insert(in_src.end(), ranges.begin(), ranges.end());
   const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);
@@ -86,7 +87,7 @@ const UOp* reduce_to_acc(const Match& m, void* vctx) {
   const UOp* acc = ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Reg), {ctx.cint(1)}, ParamArg{rc.acc_num++, 1, {}});
   outer[0] = acc;
   const UOp* init =
-      ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::AFTER, acc->dtype, outer), identity(ctx, op, r->dtype)});
+      ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::AFTER, acc->dtype, outer), reduce_identity(ctx, op, r->dtype)});
   std::vector<const UOp*> in_src{acc, init};
   in_src.insert(in_src.end(), ranges.begin(), ranges.end());
   const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);

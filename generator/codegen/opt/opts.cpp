@@ -11,35 +11,87 @@
 
 namespace kiln::codegen {
 
-std::string Opt::str() const {
-  if (kind == Kind::Thread) return "THREAD(" + std::to_string(axis) + ")";
-  const char* name = kind == Kind::Upcast ? "UPCAST" : kind == Kind::Unroll ? "UNROLL" : "LANES";
-  return std::string(name) + "(" + std::to_string(axis) + ", " + std::to_string(amount) + ")";
+namespace {
+
+const char* kind_name(Opt::Kind k) {
+  switch (k) {
+    case Opt::Kind::Upcast:
+      return "UPCAST";
+    case Opt::Kind::Unroll:
+      return "UNROLL";
+    case Opt::Kind::Lane:
+      return "LANES";
+    case Opt::Kind::Thread:
+      return "THREAD";
+    case Opt::Kind::Local:
+      return "LOCAL";
+    case Opt::Kind::Group:
+      return "GROUP";
+    case Opt::Kind::GroupTop:
+      return "GROUPTOP";
+    case Opt::Kind::Padto:
+      return "PADTO";
+    case Opt::Kind::Swap:
+      return "SWAP";
+    case Opt::Kind::Tc:
+      return "TC";
+  }
+  return "?";
 }
 
-const UOp* apply_opt(const UOp* sink, const Opt& opt) {
-  const UOp* r = nullptr;
-  int32_t next_axis = 0;
+}  // namespace
+
+std::string Opt::str() const {
+  std::string head = std::string(kind_name(kind)) + "(" + std::to_string(axis);
+  if (kind == Kind::Thread) return head + ")";
+  return head + ", " + std::to_string(amount) + ")";
+}
+
+namespace {
+
+const UOp* refuse(std::string* why, std::string reason) {
+  if (why) *why = std::move(reason);
+  return nullptr;
+}
+
+std::string axis_str(int64_t axis) { return "axis " + std::to_string(axis); }
+
+// The range an opt on `axis` changes: not an inner piece an earlier split made (those take new axis ids)
+const UOp* find_range(const UOp* sink, int64_t axis) {
   for (const UOp* u : toposort(sink)) {
-    if (u->op != Op::RANGE) continue;
-    next_axis = std::max(next_axis, u->arg<RangeArg>().axis + 1);
+    if (u->op != Op::RANGE || u->arg<RangeArg>().axis != axis) continue;
     AxisType t = u->arg<RangeArg>().type;
-    if (u->arg<RangeArg>().axis == opt.axis && t != AxisType::Upcast && t != AxisType::Unroll && t != AxisType::Lane)
-      r = u;
+    if (t != AxisType::Upcast && t != AxisType::Unroll && t != AxisType::Lane) return u;
   }
-  if (!r || opt.amount < 2) return nullptr;
+  return nullptr;
+}
+
+bool lists(const UOp* u, const UOp* r) {
+  auto rs = u->src().subspan(1);
+  return std::find(rs.begin(), rs.end(), r) != rs.end();
+}
+
+const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
+  const UOp* r = find_range(sink, opt.axis);
+  if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
+  if (opt.amount < 2) return refuse(why, opt.str() + ": the amount must be at least 2");
   // the end must be a multiple of the amount: a constant, or a dim declared as a multiple
   const UOp* outer_end = r->src(0)->divides(opt.amount);
-  if (!outer_end) return nullptr;
+  if (!outer_end)
+    return refuse(why, opt.str() + ": " + std::to_string(opt.amount) + " does not divide the end of " +
+                           axis_str(opt.axis) + " (PADTO it first)");
   outer_end = simplify(outer_end);
   bool whole = outer_end->op == Op::CONST && outer_end->ival() == 1;
   bool reduce = r->arg<RangeArg>().type == AxisType::Reduce;
-  if ((opt.kind == Opt::Kind::Unroll) != reduce) return nullptr;  // UPCAST splits outputs, UNROLL reductions
+  if ((opt.kind == Opt::Kind::Unroll) != reduce)
+    return refuse(why, opt.str() + ": " +
+                           (reduce ? "UPCAST and LANES split output axes, " + axis_str(opt.axis) + " is a reduction"
+                                   : "UNROLL splits reductions, " + axis_str(opt.axis) + " is not one"));
   Context& ctx = sink->ctx();
   AxisType inner_type = opt.kind == Opt::Kind::Upcast   ? AxisType::Upcast
                         : opt.kind == Opt::Kind::Unroll ? AxisType::Unroll
                                                         : AxisType::Lane;
-  RangeArg inner_arg{next_axis, inner_type, -1};
+  RangeArg inner_arg{first_free_axis(sink), inner_type, -1};
   const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
   RangeReplacement sr{inner, {inner}};
   if (!whole) {
@@ -51,6 +103,131 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt) {
     sr.pieces = {outer, inner};
   }
   return replace_ranges(sink, {{r, std::move(sr)}});
+}
+
+// idx addresses nothing where `valid` is false (and nothing where it already addressed nothing)
+const UOp* gate(const UOp* idx, Expr valid) {
+  Context& ctx = idx->ctx();
+  const UOp* i = idx->src(1);
+  if (i->op == Op::WHERE && i->src(2)->is_invalid()) {
+    valid = valid & Expr(i->src(0));
+    i = i->src(1);
+  }
+  return idx->with_src({{idx->src(0), ctx.make(Op::WHERE, i->dtype, {valid, i, ctx.invalid()})}});
+}
+
+// Ops a value of a padded iteration must not reach as the right operand: C traps or is undefined
+// for an integer division by zero or an oversized shift, even where the result is then discarded.
+bool traps_on(const UOp* u) {
+  bool divides = u->op == Op::CDIV || u->op == Op::CMOD || u->op == Op::FLOORDIV || u->op == Op::FLOORMOD;
+  return is_int(u->dtype) && (divides || u->op == Op::SHL || u->op == Op::SHR);
+}
+
+const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
+  const UOp* r = find_range(sink, opt.axis);
+  if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
+  AxisType t = r->arg<RangeArg>().type;
+  if (t != AxisType::Loop && t != AxisType::Reduce)
+    return refuse(why, opt.str() + ": PADTO pads an output loop or a reduction, " + axis_str(opt.axis) + " is a " +
+                           std::string(axis_type_name(t)) + " range");
+  if (opt.amount < 1) return refuse(why, opt.str() + ": the amount must be at least 1");
+  const UOp* n = r->src(0);
+  if (n->divides(opt.amount)) return sink;  // already a multiple: nothing to pad
+  Context& ctx = sink->ctx();
+  const UOp* padded_end = n->op == Op::CONST
+                              ? ctx.cint((n->ival() + opt.amount - 1) / opt.amount * opt.amount, n->dtype)
+                              : simplify((Expr(n) + (opt.amount - 1)) / opt.amount * opt.amount);
+  std::vector<const UOp*> topo = toposort(sink);
+  // what a padded iteration changes: the range and what is computed from it, except a reduction
+  // over it (the identity it adds there keeps the result exact)
+  std::unordered_set<const UOp*> varies{r};
+  for (const UOp* u : topo) {
+    if (u->op == Op::REDUCE && lists(u, r)) continue;
+    if (std::any_of(u->src().begin(), u->src().end(), [&](const UOp* s) { return varies.contains(s); }))
+      varies.insert(u);
+  }
+  for (const UOp* u : topo) {
+    if (u->op == Op::REDUCE && lists(u, r)) {
+      Op op = u->arg<ReduceArg>().op;
+      if (op != Op::ADD && op != Op::MUL && op != Op::MAX)
+        return refuse(why, opt.str() + ": a reduction by " + std::string(op_name(op)) + " has no identity to pad with");
+    }
+    if (traps_on(u) && varies.contains(u->src(1)))
+      return refuse(why, opt.str() + ": " + axis_str(opt.axis) +
+                             " reaches an integer divisor or shift, which a padded iteration could make trap");
+    if (u->op == Op::STORE && varies.contains(u) && (t == AxisType::Reduce || u->src(0)->op != Op::INDEX))
+      return refuse(why, opt.str() + ": a store depends on " + axis_str(opt.axis) + " where no gate can go");
+    if (u->op == Op::INDEX && varies.contains(u) && u->nsrc() != 2)
+      return refuse(why, opt.str() + ": an INDEX with a separate gate operand");
+  }
+  // in terms of r; the substitution below makes every use of r (this one too) the padded range
+  Expr valid = Expr(r) < Expr(n);
+  std::unordered_map<const UOp*, const UOp*> map{{r, ctx.make(Op::RANGE, r->dtype, {padded_end}, r->arg())}};
+  for (const UOp* u : topo) {
+    if (u->op == Op::INDEX && varies.contains(u->src(1))) map[u] = gate(u, valid);
+    if (u->op == Op::STORE && varies.contains(u)) map[u->src(0)] = gate(u->src(0), valid);
+    if (u->op == Op::REDUCE && lists(u, r)) {
+      const UOp* x = u->src(0);
+      const UOp* id = reduce_identity(ctx, u->arg<ReduceArg>().op, x->dtype);
+      std::vector<const UOp*> src(u->src().begin(), u->src().end());
+      src[0] = ctx.make(Op::WHERE, x->dtype, {valid, x, id});
+      map[u] = u->with_src(src);
+    }
+  }
+  return substitute(sink, map);
+}
+
+// SWAP: where one END closes both ranges, each takes the other's place in the loop nest
+const UOp* swap(const UOp* sink, const Opt& opt, std::string* why) {
+  const UOp* a = find_range(sink, opt.axis);
+  const UOp* b = find_range(sink, opt.amount);
+  if (!a || !b) return refuse(why, "no range with " + axis_str(a ? opt.amount : opt.axis));
+  if (a == b) return refuse(why, opt.str() + ": SWAP needs two different axes");
+  for (const UOp* r : {a, b})
+    if (r->arg<RangeArg>().type != AxisType::Loop)
+      return refuse(why, opt.str() + ": SWAP reorders output loops, " + axis_str(r->arg<RangeArg>().axis) + " is a " +
+                             std::string(axis_type_name(r->arg<RangeArg>().type)) + " range");
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::END || !lists(u, a) || !lists(u, b)) continue;
+    std::vector<const UOp*> src(u->src().begin(), u->src().end());
+    std::iter_swap(std::find(src.begin() + 1, src.end(), a), std::find(src.begin() + 1, src.end(), b));
+    map[u] = u->with_src(src);
+  }
+  if (map.empty()) return refuse(why, opt.str() + ": no END closes both axes");
+  return substitute(sink, map);
+}
+
+}  // namespace
+
+const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why) {
+  switch (opt.kind) {
+    case Opt::Kind::Upcast:
+    case Opt::Kind::Unroll:
+    case Opt::Kind::Lane:
+      return split_range(sink, opt, why);
+    case Opt::Kind::Thread: {
+      const UOp* outermost = sink->nsrc() == 1 && sink->src(0)->op == Op::END ? sink->src(0)->src(1) : nullptr;
+      if (!outermost || outermost->op != Op::RANGE || outermost->arg<RangeArg>().axis != opt.axis)
+        return refuse(why, opt.str() + ": THREAD splits only the outermost output loop of a kernel with one loop nest");
+      const UOp* s = mark_thread_axis(sink);
+      return s ? s : refuse(why, opt.str() + ": nothing to share among the cores");
+    }
+    case Opt::Kind::Padto:
+      return padto(sink, opt, why);
+    case Opt::Kind::Swap:
+      return swap(sink, opt, why);
+    case Opt::Kind::Local:
+      return refuse(why, "LOCAL needs a target with local memory; the CPU target has none");
+    case Opt::Kind::Group:
+    case Opt::Kind::GroupTop:
+      return refuse(why,
+                    std::string(kind_name(opt.kind)) +
+                        " needs a target with local memory to combine partial reductions; the CPU target has none");
+    case Opt::Kind::Tc:
+      return refuse(why, "TC needs a target with tensor cores; the CPU target has none");
+  }
+  return refuse(why, "unknown opt");
 }
 
 const UOp* tile_reduction(const UOp* sink, int64_t tile) {

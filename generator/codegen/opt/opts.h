@@ -12,18 +12,28 @@
 namespace kiln::codegen {
 
 struct Opt {
-  // Lane: the inner piece stays a loop, innermost (see AxisType::Lane); Thread: see split_for_threads
-  enum class Kind { Upcast, Unroll, Lane, Thread };
+  // Lane: the inner piece stays a loop, innermost (see AxisType::Lane); Thread: see mark_thread_axis.
+  // Local, Group, GroupTop (local memory) and Tc (tensor cores) need what the CPU target lacks.
+  enum class Kind { Upcast, Unroll, Lane, Thread, Local, Group, GroupTop, Padto, Swap, Tc };
   Kind kind;
-  int32_t axis;             // RangeArg::axis of the range to split
-  int64_t amount;           // the size of the inner piece; must divide the range's end
-  std::string str() const;  // "UPCAST(1, 16)"
+  int32_t axis;             // RangeArg::axis of the range it changes
+  int64_t amount;           // a split's inner size; PADTO: the multiple; SWAP: the other axis
+  std::string str() const;  // "UPCAST(1, 16)", "PADTO(0, 16)", "SWAP(0, 1)"
 };
 
-// Splits the range `axis` into an outer range (end / amount) and an inner range of `amount`
-// marked Upcast or Unroll: r -> r_outer * amount + r_inner. Returns nullptr when the opt does
-// not apply (no such range, or amount does not divide its end).
-const UOp* apply_opt(const UOp* sink, const Opt& opt);
+// Applies one opt to a kernel AST (for the CPU target). Returns nullptr when it does not apply,
+// and then, when `why` is given, says why in words a user can act on.
+//   UPCAST / UNROLL / LANE: splits the range `axis` into an outer range (end / amount) and an
+//     inner range of `amount` marked Upcast, Unroll or Lane: r -> r_outer * amount + r_inner.
+//     `amount` must divide the range's end (PADTO first where it does not).
+//   THREAD: mark_thread_axis, for the outermost output loop only.
+//   PADTO: the range runs to the next multiple of `amount`; the extra iterations do nothing
+//     (addresses that depend on the range are gated, a reduction over it adds the identity).
+//     Unchanged when the end is already a multiple. Refused for split ranges, reductions without
+//     an identity, and where a padded iteration could divide by zero.
+//   SWAP: exchanges the loop order of two output ranges closed by one END.
+//   LOCAL / GROUP / GROUPTOP / TC: refused, the CPU target has no local memory or tensor cores.
+const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr);
 
 // Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): the output is
 // zeroed first, then for each block of `tile` steps of k the block's partial sums are added to

@@ -26,6 +26,20 @@ struct ReduceContext {
   int32_t next_axis = 0;  // for the lane loops it clones: above every axis of the kernel
 };
 
+// split ranges (ranges.cpp): a range used as r % c (c dividing its constant end) becomes two
+// loops, r = outer * c + inner.
+const UOp* split_ranges(const UOp* sink);
+// simplify ranges (ranges.cpp): ranges an END closes together (neighbours) or a REDUCE reduces
+// together (any pair) merge into one loop where that takes no more divisions and modulos.
+const PatternMatcher& pm_simplify_ranges();
+
+// Stages with no work on the CPU target (target_checks.cpp): each checks that the kernel has none
+// for it, and throws InternalError naming what needs another target.
+const UOp* check_no_movement_ops(const UOp* sink);            // early movement ops
+const UOp* check_no_local_buffers(const UOp* sink);           // local buffers
+const UOp* check_scalar(const UOp* sink, const char* stage);  // devectorize, memory coalescing
+const UOp* check_no_barriers(const UOp* sink);                // implicit barriers
+
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
 const PatternMatcher& pm_add_loads();
 
@@ -56,6 +70,9 @@ const UOp* lower_index_dtype(const UOp* sink);
 
 // decompositions (decompositions.cpp): float32 EXP2 as a polynomial and exponent bits.
 const PatternMatcher& pm_decompositions();
+
+// renderer rules (render_rules.cpp): FLOORDIV/FLOORMOD of a non-negative by a positive -> C's / and %.
+const PatternMatcher& pm_renderer_rules();
 
 // commit weak (weak.cpp): weak constants take the dtype of the op they feed.
 const PatternMatcher& pm_commit_weak();

@@ -41,34 +41,43 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   Stages st(opts);
   ReduceContext reduces;
   const UOp* s = st.done(ast, "kernel ast");
-  // not yet for the CPU: early movement ops, load collapse, split ranges (the scheduler's ASTs
-  // carry no movement ops and no tensor-indexed loads)
+  s = st.done(check_no_movement_ops(s), "early movement ops");  // the scheduler made them index math
+  // not yet: load collapse
+  // the loop structure is the opts' to change: a kernel compiled as given keeps its own
+  if (opts.optimize) s = st.done(split_ranges(s), "split ranges");  // r % c, r // c as two loops
   s = st.rewrite(s, sym(), "initial symbolic");  // index math in canonical form before anything reads it
-  // not yet: simplify ranges (merging adjacent ranges)
+  if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
   if (opts.optimize) hand_coded_optimizations(s);
-  s = st.done(s, "apply opts");                    // register tiles for reductions into 2-D outputs
+  s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile
   s = st.rewrite(s, sym(), "post-opt symbolic");   // folds the index math of the copies
   s = st.rewrite(s, pm_add_loads(), "add loads");  // reads become explicit before reduces make registers
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  // not yet: local buffers, devectorize, memory coalescing
-  s = st.done(add_gpudims(s), "gpu dims");                   // the Thread loop: the calling core's share of it
-  s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
-  s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
-  s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed
-  s = st.rewrite(s, pm_decompositions(), "decompositions");  // exp2 without libm: loops over it vectorize
+  s = st.done(check_no_local_buffers(s), "local buffers");     // none on the CPU
+  s = st.done(add_gpudims(s), "gpu dims");                     // the Thread loop: the calling core's share of it
+  s = st.done(check_scalar(s, "devectorize"), "devectorize");  // Lane loops stay loops: the C compiler
+  s = st.done(check_scalar(s, "memory coalescing"), "memory coalescing");  // vectorizes them
+  s = st.rewrite(s, pm_split_ends(), "split ends");                        // one loop per END, for the linearizer
+  s = st.done(lower_index_dtype(s), "lower index dtype");                  // int32 where every index value fits
+  s = st.rewrite(s, sym(), "final symbolic");                              // folds what the index retyping exposed
+  s = st.rewrite(s, pm_decompositions(), "decompositions");                // exp2 without libm: loops over it vectorize
+  // gates stay on the INDEX (WHERE(valid, idx, Invalid)); the renderer guards the access with them
+  s = st.rewrite(s, pm_renderer_rules(), "renderer rules");  // C's / and % where they agree with floor
   s = st.rewrite(s, pm_commit_weak(), "commit weak");        // literals take the dtype of their op
-  // not yet: fast integer division (the C compiler does it), sin/log2 polynomials, gates, barriers
+  s = st.done(check_no_barriers(s), "implicit barriers");    // no local memory, so none
+  // control flow: the linearizer nests each node in the loops it depends on (linearize.cpp)
   return s;
 }
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",     "initial symbolic", "apply opts",  "expander",   "post-opt symbolic",
-      "add loads",      "remove reduces",   "gpu dims",    "split ends", "lower index dtype",
-      "final symbolic", "decompositions",   "commit weak", "linearize"};
+      "kernel ast",        "early movement ops", "split ranges",      "initial symbolic",  "simplify ranges",
+      "apply opts",        "expander",           "post-opt symbolic", "add loads",         "remove reduces",
+      "local buffers",     "gpu dims",           "devectorize",       "memory coalescing", "split ends",
+      "lower index dtype", "final symbolic",     "decompositions",    "renderer rules",    "commit weak",
+      "implicit barriers", "linearize"};
   return names;
 }
 

@@ -365,3 +365,121 @@ TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
   EXPECT_EQ(mismatches, 0);
   std::cout << kPrograms << " random programs, " << kernels << " kernels compiled to C and run\n";
 }
+
+// ---------------------------------------------------------------- the loop-structure stages
+
+namespace {
+
+// the IR after one stage of the optimizing pipeline
+const UOp* after(const UOp* ast, std::string_view stage) {
+  const UOp* got = nullptr;
+  codegen::PipelineOptions o;
+  o.after_stage = [&](std::string_view n, const UOp* s) {
+    if (n == stage) got = s;
+  };
+  codegen::full_rewrite_to_sink(ast, o);
+  return got;
+}
+
+size_t count_ops(const UOp* sink, Op op) {
+  size_t n = 0;
+  for (const UOp* u : toposort(sink)) n += u->op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_F(CodegenTest, SplitRangesReadATransposedReshapeWithoutDivision) {
+  Tensor x = input("x", {4, 6});
+  Tensor y = x.transpose().reshape({24}) * 2;  // y[r] = x[r % 4][r / 4]
+  schedule::Schedule s = schedule::schedule(ins, std::vector<Tensor>{y}, "t");
+  EXPECT_GT(count_ops(s.kernels[0].ast, Op::FLOORMOD), 0u)
+      << "the kernel as given divides (else this test checks nothing)";
+  codegen::PipelineOptions as_given;
+  as_given.optimize = false;
+  EXPECT_EQ(count_ops(codegen::full_rewrite_to_sink(s.kernels[0].ast, as_given), Op::FLOORMOD) +
+                count_ops(codegen::full_rewrite_to_sink(s.kernels[0].ast, as_given), Op::CMOD),
+            1u);
+  const UOp* split = after(s.kernels[0].ast, "split ranges");
+  EXPECT_EQ(count_ops(split, Op::RANGE), 2u);
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  EXPECT_EQ(c.find('%'), std::string::npos) << c;
+  EXPECT_EQ(c.find("/ 4"), std::string::npos) << c;  // (the cores' shares divide by `cores`)
+  expect_matches({y});
+}
+
+TEST_F(CodegenTest, SimplifyRangesMergesWhatIsContiguousOnly) {
+  Tensor x = input("x", {8, 16}), b = input("b", {16});
+  // contiguous elementwise: one loop over all 128 elements
+  schedule::Schedule e = schedule::schedule(ins, std::vector<Tensor>{x * 2 + 1}, "e");
+  EXPECT_EQ(count_ops(after(e.kernels[0].ast, "simplify ranges"), Op::RANGE), 1u);
+  // a broadcast row: merging would divide to find the column of b, so the two loops stay
+  schedule::Schedule r = schedule::schedule(ins, std::vector<Tensor>{x + b}, "r");
+  EXPECT_EQ(count_ops(after(r.kernels[0].ast, "simplify ranges"), Op::RANGE), 2u);
+  ins.clear();
+  // a sum over two contiguous axes reduces over one range; the output axis stays its own
+  Tensor z = input("z", {4, 8, 16});
+  schedule::Schedule t = schedule::schedule(ins, std::vector<Tensor>{z.sum({1, 2})}, "t");
+  const UOp* merged = after(t.kernels[0].ast, "simplify ranges");
+  EXPECT_EQ(count_ops(merged, Op::RANGE), 2u);
+  for (const UOp* u : toposort(merged))
+    if (u->op == Op::REDUCE) EXPECT_EQ(u->nsrc(), 2u) << "one reduce range";
+  expect_matches({z.sum({1, 2}), z.sum({0, 2}), (z * 3).sum({0, 1})});
+  ins.clear();
+  Tensor a = input("a", {8, 16});
+  expect_matches({a * 2 + 1, a.transpose().reshape({16, 8}) - 1});
+}
+
+TEST(CodegenStages, RendererRulesUseCDivisionWhereItAgreesWithFloor) {
+  Context ctx;
+  auto divides = [&](int64_t lo, int64_t hi, int64_t dlo, Op op) {
+    const UOp* v = ctx.make(Op::CAST, dtypes::int32, {ctx.var("v" + std::to_string(lo), lo, hi)});
+    const UOp* d = ctx.make(Op::CAST, dtypes::int32, {ctx.var("d" + std::to_string(dlo), dlo, 9)});
+    return graph_rewrite(ctx.make(op, dtypes::int32, {v, d}), codegen::pm_renderer_rules())->op;
+  };
+  EXPECT_EQ(divides(0, 100, 1, Op::FLOORDIV), Op::CDIV);
+  EXPECT_EQ(divides(0, 100, 1, Op::FLOORMOD), Op::CMOD);
+  EXPECT_EQ(divides(-5, 100, 1, Op::FLOORDIV), Op::FLOORDIV);  // -5 // 2 is -3; C says -2
+  EXPECT_EQ(divides(-5, 100, 1, Op::FLOORMOD), Op::FLOORMOD);
+  EXPECT_EQ(divides(0, 100, -3, Op::FLOORDIV), Op::FLOORDIV);  // a divisor that may be negative
+}
+
+TEST(CodegenStages, StagesTheCpuHasNoUseForRefuseWhatNeedsAnotherTarget) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {8, 16});
+  std::vector<Tensor> ins{x}, outs{x.sum({1})};
+  const UOp* ast = schedule::schedule(ins, outs, "k").kernels[0].ast;
+  auto fails_at = [](const UOp* bad) -> std::string {
+    try {
+      codegen::PipelineOptions o;
+      o.optimize = false;
+      codegen::full_rewrite_to_sink(bad, o);
+    } catch (const InternalError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(fails_at(ast), "");
+  const UOp* r = nullptr;
+  for (const UOp* u : toposort(ast))
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Loop) r = u;
+  ASSERT_NE(r, nullptr);
+  RangeArg local = r->arg<RangeArg>();
+  local.type = AxisType::Local;
+  std::string why = fails_at(substitute(ast, {{r, ctx.make(Op::RANGE, r->dtype, r->src(), local)}}));
+  EXPECT_NE(why.find("stage 'local buffers'"), std::string::npos) << why;
+  // a vector value where a scalar was: the input's load
+  const UOp* param = nullptr;
+  for (const UOp* u : toposort(ast))
+    if (u->op == Op::PARAM && u->arg<ParamArg>().slot == 1) param = u;
+  ASSERT_NE(param, nullptr);
+  const UOp* vec_param = ctx.make(Op::PARAM, dtypes::float32.vec(4).as_ptr(), param->src(), param->arg());
+  why = fails_at(substitute(ast, {{param, vec_param}}));
+  EXPECT_NE(why.find("vector"), std::string::npos) << why;
+  // a movement op left in the kernel
+  const UOp* val = ast->src(0)->src(0)->src(1);
+  const UOp* one = ctx.cfloat(1.0, dtypes::float32);
+  const UOp* moved = ctx.make(Op::RESHAPE, val->dtype, {one, ctx.make(Op::STACK, dtypes::weakint, {})});
+  why = fails_at(substitute(ast, {{val, moved}}));
+  EXPECT_NE(why.find("stage 'early movement ops'"), std::string::npos) << why;
+}

@@ -1,0 +1,60 @@
+// early movement ops: the seeds push movement ops left in a kernel into its index math here.
+// kiln's scheduler already carries every movement op back into the index of the load it
+// shapes, so a kernel reaching codegen has none; the stage checks that.
+//
+// The stages of the seeds' pipeline that have no work on the CPU target, each a check that the
+// kernel indeed gives it none (a kernel that did would need a target this one is not):
+//   local buffers:     no local (shared) memory: opts refuse LOCAL and GROUP, so no range is
+//                      Local or GroupReduce and no buffer lives in local memory.
+//   devectorize:       no vector values: kiln's vector axis is the Lane loop, which stays a loop
+//   memory coalescing: of scalar code that the C compiler vectorizes (bench_kernels measures it),
+//                      so there are no vector loads to split or group.
+//   implicit barriers: with no local memory, no access needs a workgroup barrier.
+#include "generator/codegen/passes.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+[[noreturn]] void needs_another_target(const char* stage, const UOp* u, const char* what) {
+  throw InternalError(std::string("stage '") + stage + "': the kernel " + what + " (" + std::string(op_name(u->op)) +
+                      "), which the CPU target has no use for");
+}
+
+bool local(const UOp* u) { return u->dtype.ptr && u->dtype.addrspace == AddrSpace::Local; }
+
+}  // namespace
+
+const UOp* check_no_movement_ops(const UOp* sink) {
+  for (const UOp* u : toposort(sink))
+    if (in_group(u->op, G_MOVEMENT))
+      throw InternalError("stage 'early movement ops': a movement op (" + std::string(op_name(u->op)) +
+                          ") reached codegen; the scheduler turns them into index math");
+  return sink;
+}
+
+const UOp* check_no_local_buffers(const UOp* sink) {
+  for (const UOp* u : toposort(sink)) {
+    if (u->op == Op::RANGE) {
+      AxisType t = u->arg<RangeArg>().type;
+      if (t == AxisType::Local || t == AxisType::GroupReduce || t == AxisType::Warp)
+        needs_another_target("local buffers", u, "has a local or grouped axis");
+    }
+    if (local(u)) needs_another_target("local buffers", u, "uses local memory");
+  }
+  return sink;
+}
+
+const UOp* check_scalar(const UOp* sink, const char* stage) {
+  for (const UOp* u : toposort(sink))
+    if (u->dtype.count > 1) needs_another_target(stage, u, "has a vector value");
+  return sink;
+}
+
+const UOp* check_no_barriers(const UOp* sink) {
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::BARRIER || local(u)) needs_another_target("implicit barriers", u, "shares local memory");
+  return sink;
+}
+
+}  // namespace kiln::codegen

@@ -31,4 +31,14 @@ const PatternMatcher& pm_add_loads() {
   return pm;
 }
 
+const UOp* gate_index(const UOp* idx, const UOp* valid) {
+  Context& ctx = idx->ctx();
+  const UOp* i = idx->src(1);
+  if (i->op == Op::WHERE && i->src(2)->is_invalid()) {
+    valid = Expr(valid) & Expr(i->src(0));
+    i = i->src(1);
+  }
+  return idx->with_src({{idx->src(0), ctx.make(Op::WHERE, i->dtype, {valid, i, ctx.invalid()})}});
+}
+
 }  // namespace kiln::codegen

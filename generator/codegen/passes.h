@@ -26,6 +26,10 @@ struct ReduceContext {
   int32_t next_axis = 0;  // for the lane loops it clones: above every axis of the kernel
 };
 
+// load collapse (collapse.cpp): sum over v of (v == idx ? x[v] : 0) -> idx in range ? x[idx] : 0,
+// on a kernel in symbolic's canonical form (the one-hot test as CMPNE or CMPEQ of the range).
+const PatternMatcher& pm_load_collapse();
+
 // split ranges (ranges.cpp): a range used as r % c (c dividing its constant end) becomes two
 // loops, r = outer * c + inner.
 const UOp* split_ranges(const UOp* sink);
@@ -42,6 +46,9 @@ const UOp* check_no_barriers(const UOp* sink);                // implicit barrie
 
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
 const PatternMatcher& pm_add_loads();
+// INDEX(buf, i) -> INDEX(buf, WHERE(valid, i, Invalid)): it addresses nothing where `valid` is
+// false (nor where it already addressed nothing).
+const UOp* gate_index(const UOp* idx, const UOp* valid);
 
 // expander (expander.cpp): Upcast ranges of ENDs and Unroll ranges of REDUCEs unrolled into copies.
 const PatternMatcher& pm_expander();

@@ -42,10 +42,11 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   ReduceContext reduces;
   const UOp* s = st.done(ast, "kernel ast");
   s = st.done(check_no_movement_ops(s), "early movement ops");  // the scheduler made them index math
-  // not yet: load collapse
   // the loop structure is the opts' to change: a kernel compiled as given keeps its own
   if (opts.optimize) s = st.done(split_ranges(s), "split ranges");  // r % c, r // c as two loops
   s = st.rewrite(s, sym(), "initial symbolic");  // index math in canonical form before anything reads it
+  // after symbolic (the seeds run it before, with symbolic inside): it then matches one canonical form
+  if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
   if (opts.optimize) hand_coded_optimizations(s);
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
@@ -73,11 +74,11 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",        "early movement ops", "split ranges",      "initial symbolic",  "simplify ranges",
-      "apply opts",        "expander",           "post-opt symbolic", "add loads",         "remove reduces",
-      "local buffers",     "gpu dims",           "devectorize",       "memory coalescing", "split ends",
-      "lower index dtype", "final symbolic",     "decompositions",    "renderer rules",    "commit weak",
-      "implicit barriers", "linearize"};
+      "kernel ast",      "early movement ops", "split ranges",   "initial symbolic",  "load collapse",
+      "simplify ranges", "apply opts",         "expander",       "post-opt symbolic", "add loads",
+      "remove reduces",  "local buffers",      "gpu dims",       "devectorize",       "memory coalescing",
+      "split ends",      "lower index dtype",  "final symbolic", "decompositions",    "renderer rules",
+      "commit weak",     "implicit barriers",  "linearize"};
   return names;
 }
 

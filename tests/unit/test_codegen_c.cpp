@@ -483,3 +483,30 @@ TEST(CodegenStages, StagesTheCpuHasNoUseForRefuseWhatNeedsAnotherTarget) {
   why = fails_at(substitute(ast, {{val, moved}}));
   EXPECT_NE(why.find("stage 'early movement ops'"), std::string::npos) << why;
 }
+
+TEST_F(CodegenTest, LoadCollapseGathersWithoutALoopOverTheTable) {
+  // an embedding lookup written the tensor way: out[b, d] = sum_v (v == idx[b]) * table[v, d]
+  Tensor idx = input("idx", {5}, dtypes::int32), table = input("table", {11, 3});
+  Tensor zero = Tensor::full(ctx, {}, 0.0, dtypes::float32);
+  Tensor eq = Tensor::arange(ctx, 11).unsqueeze(0).eq(idx.unsqueeze(1));  // [5, 11]
+  Tensor out = eq.unsqueeze(2).where(table.unsqueeze(0), zero).sum({1});
+  Tensor out2 = eq.logical_not().unsqueeze(2).where(zero, table.unsqueeze(0) * 2).sum({1});
+  schedule::Schedule s = schedule::schedule(ins, std::vector<Tensor>{out, out2}, "g");
+  for (const auto& k : s.kernels) {
+    EXPECT_EQ(count_ops(after(k.ast, "kernel ast"), Op::REDUCE), 1u);
+    EXPECT_EQ(count_ops(after(k.ast, "load collapse"), Op::REDUCE), 0u) << print_graph(after(k.ast, "load collapse"));
+  }
+  // random int32 indices are +-1..9: the negative ones are outside the table (their rows are 0)
+  expect_matches({out, out2});
+}
+
+TEST_F(CodegenTest, LoadCollapseKeepsASumWhoseMaskMatchesSeveralRows) {
+  // v cast to int8 wraps past 127: (int8)v == idx holds for two v of 300, so this is a real sum
+  Tensor idx = input("idx", {4}, dtypes::int8), table = input("table", {300});
+  Tensor zero = Tensor::full(ctx, {}, 0.0, dtypes::float32);
+  Tensor eq = Tensor::arange(ctx, 300).cast(dtypes::int8).unsqueeze(0).eq(idx.unsqueeze(1));  // [4, 300]
+  Tensor out = eq.where(table.unsqueeze(0), zero).sum({1});
+  schedule::Schedule s = schedule::schedule(ins, std::vector<Tensor>{out}, "w");
+  EXPECT_EQ(count_ops(after(s.kernels[0].ast, "load collapse"), Op::REDUCE), 1u);
+  expect_matches({out});
+}

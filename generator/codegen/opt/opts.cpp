@@ -105,17 +105,6 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   return replace_ranges(sink, {{r, std::move(sr)}});
 }
 
-// idx addresses nothing where `valid` is false (and nothing where it already addressed nothing)
-const UOp* gate(const UOp* idx, Expr valid) {
-  Context& ctx = idx->ctx();
-  const UOp* i = idx->src(1);
-  if (i->op == Op::WHERE && i->src(2)->is_invalid()) {
-    valid = valid & Expr(i->src(0));
-    i = i->src(1);
-  }
-  return idx->with_src({{idx->src(0), ctx.make(Op::WHERE, i->dtype, {valid, i, ctx.invalid()})}});
-}
-
 // Ops a value of a padded iteration must not reach as the right operand: C traps or is undefined
 // for an integer division by zero or an oversized shift, even where the result is then discarded.
 bool traps_on(const UOp* u) {
@@ -164,8 +153,8 @@ const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
   Expr valid = Expr(r) < Expr(n);
   std::unordered_map<const UOp*, const UOp*> map{{r, ctx.make(Op::RANGE, r->dtype, {padded_end}, r->arg())}};
   for (const UOp* u : topo) {
-    if (u->op == Op::INDEX && varies.contains(u->src(1))) map[u] = gate(u, valid);
-    if (u->op == Op::STORE && varies.contains(u)) map[u->src(0)] = gate(u->src(0), valid);
+    if (u->op == Op::INDEX && varies.contains(u->src(1))) map[u] = gate_index(u, valid);
+    if (u->op == Op::STORE && varies.contains(u)) map[u->src(0)] = gate_index(u->src(0), valid);
     if (u->op == Op::REDUCE && lists(u, r)) {
       const UOp* x = u->src(0);
       const UOp* id = reduce_identity(ctx, u->arg<ReduceArg>().op, x->dtype);

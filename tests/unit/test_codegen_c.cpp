@@ -510,3 +510,20 @@ TEST_F(CodegenTest, LoadCollapseKeepsASumWhoseMaskMatchesSeveralRows) {
   EXPECT_EQ(count_ops(after(s.kernels[0].ast, "load collapse"), Op::REDUCE), 1u);
   expect_matches({out});
 }
+
+TEST(CodegenOpts, RowsAreUnrolledOnlyWhereTheyShareAReadOfTheReduction) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {64, 256}),
+         w = Tensor::input(ctx, "w", dtypes::float32, {256, 64});
+  std::vector<Tensor> ins{x, w};
+  auto opts_of = [&](Tensor out) {
+    std::vector<Tensor> outs{out};
+    const UOp* sink = schedule::schedule(ins, outs, "k").kernels[0].ast;
+    std::string s;
+    for (const codegen::Opt& o : codegen::hand_coded_optimizations(sink)) s += o.str() + " ";
+    return s;
+  };
+  EXPECT_EQ(opts_of(x.matmul(w)), "LANES(1, 64) UPCAST(0, 8) THREAD(0) ");  // 8 rows share each read of w
+  EXPECT_EQ(opts_of(x.softmax(-1)), "LANES(1, 64) THREAD(0) ");             // each row reads its own
+  EXPECT_EQ(opts_of(x.layernorm(-1)), "LANES(1, 64) THREAD(0) ");
+}

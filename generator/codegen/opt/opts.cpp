@@ -315,6 +315,29 @@ const UOp* mark_thread_axis(const UOp* sink) {
   return substitute(sink, {{r, sink->ctx().make(Op::RANGE, r->dtype, r->src(), a)}});
 }
 
+namespace {
+
+bool depends_on(const UOp* u, const UOp* r) {
+  for (const UOp* x : toposort(u))
+    if (x == r) return true;
+  return false;
+}
+
+// a read of an input, inside a reduction, at an address that varies with the reduction but not with `row`
+bool shares_reads_across(const UOp* sink, const UOp* row) {
+  for (const UOp* red : toposort(sink)) {
+    if (red->op != Op::REDUCE) continue;
+    for (const UOp* u : toposort(red->src(0))) {
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || depends_on(u->src(1), row)) continue;
+      for (const UOp* r : red->src().subspan(1))
+        if (depends_on(u->src(1), r)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
   if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return applied;
@@ -336,7 +359,11 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   if (reduces) {
     // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
     if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
-    if (axes.size() >= 2) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+    // unrolled rows pay only where they share a read: a load inside the reduction that the row
+    // does not change (B of a matmul, the weights of a convolution). Rows that share nothing
+    // (softmax, layernorm) would only widen the working set.
+    if (axes.size() >= 2 && shares_reads_across(sink, axes[axes.size() - 2]))
+      try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   }
   // the outermost loop (after tiling: over tiles) is shared among the cores
   if (const UOp* s = mark_thread_axis(sink)) {

@@ -527,3 +527,16 @@ TEST(CodegenOpts, RowsAreUnrolledOnlyWhereTheyShareAReadOfTheReduction) {
   EXPECT_EQ(opts_of(x.softmax(-1)), "LANES(1, 64) THREAD(0) ");             // each row reads its own
   EXPECT_EQ(opts_of(x.layernorm(-1)), "LANES(1, 64) THREAD(0) ");
 }
+
+TEST_F(CodegenTest, ReductionsOfSymbolicLengthRunInLanesWithATail) {
+  const UOp* l = ctx.var("L", 1, 100000);
+  Tensor x = input("x", {l});
+  std::vector<Tensor> outs{x.sum({0}, true), x.max({0}, true), (x * x).sum({0})};
+  schedule::Schedule s = schedule::schedule(ins, outs, "t");
+  std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+  EXPECT_NE(c.find("acc0[64]"), std::string::npos) << c;    // 64 partial sums side by side
+  EXPECT_NE(c.find("var_L % 64"), std::string::npos) << c;  // and the steps past the last 64
+  std::vector<std::map<std::string, int64_t>> at;
+  for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 1000, 100000}) at.push_back({{"L", n}});
+  expect_matches(outs, at);
+}

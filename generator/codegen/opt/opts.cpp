@@ -272,9 +272,11 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   if (red->nsrc() != 2) return nullptr;
   const UOp* k = red->src(1);
   const RangeArg& ka = k->arg<RangeArg>();
-  if (ka.type != AxisType::Reduce || ka.sub >= 0 || k->src(0)->op != Op::CONST) return nullptr;
-  int64_t n = k->src(0)->ival();
-  if (n % ls.width != 0 || n / ls.width < 2) return nullptr;
+  if (ka.type != AxisType::Reduce || ka.sub >= 0) return nullptr;
+  // at least two full rows of lanes (for a symbolic length: at its largest)
+  const UOp* n = k->src(0);
+  if (n->imax() < 2 * ls.width) return nullptr;
+  bool whole = n->op == Op::CONST && n->ival() % ls.width == 0;
   // a lane loop the body is inside of (not one an inner reduction runs over) already vectorizes it
   auto body = toposort(red->src(0));
   std::unordered_set<const UOp*> bound;
@@ -286,13 +288,20 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   Context& ctx = red->ctx();
   RangeArg outer_arg = ka;
   outer_arg.sub = 0;  // split: not split again
-  const UOp* outer = ctx.make(Op::RANGE, k->dtype, {ctx.cint(n / ls.width, k->dtype)}, outer_arg);
+  Expr rows = simplify(Expr(n) / ls.width);
+  const UOp* outer = ctx.make(Op::RANGE, k->dtype, {rows}, outer_arg);
   const UOp* lane =
       ctx.make(Op::RANGE, k->dtype, {ctx.cint(ls.width, k->dtype)}, RangeArg{ls.next_axis++, AxisType::Lane, 0});
-  const UOp* kk =
-      ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {outer, ctx.cint(ls.width, k->dtype)}), lane});
-  const UOp* inner = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, kk}}), outer}, red->arg());
-  return ctx.make(Op::REDUCE, red->dtype, {inner, lane}, red->arg());
+  const UOp* inner = ctx.make(Op::REDUCE, red->dtype,
+                              {substitute(red->src(0), {{k, Expr(outer) * ls.width + lane}}), outer}, red->arg());
+  const UOp* lanes = ctx.make(Op::REDUCE, red->dtype, {inner, lane}, red->arg());
+  if (whole) return lanes;
+  // the n % width steps past the last full row, reduced on their own and combined with the rest
+  const UOp* rest =
+      ctx.make(Op::RANGE, k->dtype, {simplify(Expr(n) % ls.width)}, RangeArg{ls.next_axis++, AxisType::Reduce, 0});
+  const UOp* tail =
+      ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, rows * ls.width + rest}}), rest}, red->arg());
+  return ctx.make(red->arg<ReduceArg>().op, red->dtype, {lanes, tail});
 }
 
 }  // namespace
@@ -340,12 +349,14 @@ bool shares_reads_across(const UOp* sink, const UOp* row) {
 
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
-  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return applied;
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
-  // the output axes, outermost first
-  const UOp* end = sink->src(0);
-  std::vector<const UOp*> axes(end->src().begin() + 1, end->src().end());
+  // one loop nest: the output axes, outermost first (none for a kernel that stores one value)
+  bool nest = sink->nsrc() == 1 && sink->src(0)->op == Op::END;
+  bool scalar = sink->nsrc() == 1 && sink->src(0)->op == Op::STORE;
+  if (!nest && !scalar) return applied;
+  std::vector<const UOp*> axes;
+  if (nest) axes.assign(sink->src(0)->src().begin() + 1, sink->src(0)->src().end());
   auto try_opt = [&](const UOp* r, Opt::Kind kind, std::initializer_list<int64_t> amounts) {
     for (int64_t amt : amounts) {
       Opt o{kind, r->arg<RangeArg>().axis, amt};

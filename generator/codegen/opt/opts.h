@@ -47,10 +47,12 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile);
 // runs whole on core 0.
 const UOp* mark_thread_axis(const UOp* sink);
 
-// Splits every reduction over a constant range whose body uses no lane loop into `width` lanes:
-// REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width` partial results
-// accumulate side by side (a loop the C compiler vectorizes) and are combined at the end. This
-// reassociates the reduction, as any vectorized reduction does. Unchanged when nothing applies.
+// Splits every reduction whose body uses no lane loop, over at least 2 * width steps, into
+// `width` lanes: REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width`
+// partial results accumulate side by side (a loop the C compiler vectorizes) and are combined at
+// the end. A length that is not a known multiple of `width` (a symbolic dim) reduces its last
+// n % width steps on their own and combines that too. This reassociates the reduction, as any
+// vectorized reduction does. Unchanged when nothing applies.
 const UOp* split_reduce_lanes(const UOp* sink, int64_t width);
 
 // The CPU heuristics: for a kernel that reduces into a 2-D (or higher) output, tile the two

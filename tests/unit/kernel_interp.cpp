@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "generator/ir/text.h"
@@ -208,7 +209,11 @@ class KernelRun : Machine {
   void add_node(const UOp* u) {
     Node n;
     for (const UOp* s : u->src()) {
-      const auto& d = nodes_[size_t(index_[s->id])].deps;
+      std::vector<uint32_t> d = nodes_[size_t(index_[s->id])].deps;
+      // AFTER(buf, statements): a read ordered after statements sees what they stored as of the
+      // loop iteration it runs in (where the linearizer places it), not every later store to
+      // the buffer: only the statements' loops, not their buffers, make it stale
+      if (u->op == Op::AFTER && s != u->src(0)) std::erase_if(d, [&](uint32_t k) { return slot_keys_.contains(k); });
       std::vector<uint32_t> merged;
       std::set_union(n.deps.begin(), n.deps.end(), d.begin(), d.end(), std::back_inserter(merged));
       n.deps = std::move(merged);
@@ -220,7 +225,7 @@ class KernelRun : Machine {
     if (u->op == Op::RANGE) add_key(range_key_[u] = nkeys_++);
     if (u->op == Op::PARAM) {
       int32_t slot = u->arg<ParamArg>().slot;
-      if (!slot_key_.contains(slot)) slot_key_[slot] = nkeys_++;
+      if (!slot_key_.contains(slot)) slot_keys_.insert(slot_key_[slot] = nkeys_++);
     }
     if (u->op == Op::INDEX && u->nsrc() >= 1 && u->src(0)->op == Op::PARAM)
       add_key(slot_key_.at(u->src(0)->arg<ParamArg>().slot));
@@ -321,6 +326,7 @@ class KernelRun : Machine {
   std::map<const UOp*, uint32_t, bool (*)(const UOp*, const UOp*)> range_key_{
       [](const UOp* a, const UOp* b) { return a->id < b->id; }};
   std::map<int32_t, uint32_t> slot_key_;
+  std::set<uint32_t> slot_keys_;  // the keys of slot_key_
   uint32_t nkeys_ = 0;
   std::vector<uint64_t> version_;  // by key: ranges and buffers
   std::vector<int64_t> range_value_;

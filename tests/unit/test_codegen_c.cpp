@@ -540,3 +540,22 @@ TEST_F(CodegenTest, ReductionsOfSymbolicLengthRunInLanesWithATail) {
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 1000, 100000}) at.push_back({{"L", n}});
   expect_matches(outs, at);
 }
+
+TEST_F(CodegenTest, SoftmaxComputesEachExpOnce) {
+  const UOp* n = ctx.var("N", 1, 300);
+  Tensor x = input("x", {5, n}), h = input("h", {4, 33}, dtypes::float16), v = input("v", {40});
+  auto exps = [&](Tensor out) {  // EXP2 nodes after the opts, in all kernels
+    std::vector<Tensor> outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "k");
+    size_t count = 0;
+    for (const auto& k : s.kernels) count += count_ops(after(k.ast, "apply opts"), Op::EXP2);
+    return count;
+  };
+  EXPECT_EQ(exps(x.softmax(-1)), 1u);
+  EXPECT_EQ(exps(h.softmax(-1)), 2u);  // a float16 output would round the stored exp: recomputed
+  EXPECT_EQ(exps(v.softmax(-1)), 2u);  // one row, shared among the cores: recomputed
+  std::vector<std::map<std::string, int64_t>> at;
+  for (int64_t len : {1, 2, 63, 64, 65, 300}) at.push_back({{"N", len}});
+  expect_matches({x.softmax(-1), x.log_softmax(-1), (x.exp() - x.exp().sum({1}, true)).sin()}, at);
+  expect_matches({h.softmax(-1), v.softmax(-1)}, {{{"N", 7}}});
+}

@@ -347,6 +347,58 @@ bool shares_reads_across(const UOp* sink, const UOp* row) {
 
 }  // namespace
 
+const UOp* store_shared_term(const UOp* sink) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return nullptr;
+  const UOp* end = sink->src(0);
+  const UOp* st = end->src(0);
+  if (st->op != Op::STORE || st->nsrc() != 2 || st->src(0)->op != Op::INDEX) return nullptr;
+  const UOp *idx = st->src(0), *out = idx->src(0), *v = st->src(1);
+  // the innermost output loop; not the outermost, which the cores may share (each core's rows
+  // must be all it stores)
+  if (end->nsrc() < 3) return nullptr;
+  const UOp* n = end->src(end->nsrc() - 1);
+  if (out->op != Op::PARAM || n->op != Op::RANGE || n->arg<RangeArg>().type != AxisType::Loop) return nullptr;
+  auto v_nodes = toposort(v);
+  for (const UOp* u : v_nodes)
+    if (u == out) return nullptr;  // the kernel reads its output already
+  for (const UOp* red : v_nodes) {
+    if (red->op != Op::REDUCE || red->nsrc() != 2 || red->arg<ReduceArg>().op != Op::ADD) continue;
+    const UOp *k = red->src(1), *body = red->src(0);
+    if (k->src(0) != n->src(0) || body->dtype != out->dtype.elem()) continue;
+    bool costly = false, nested = false;
+    for (const UOp* u : toposort(body)) {
+      costly |= u->op == Op::EXP2 || u->op == Op::LOG2 || u->op == Op::SIN;
+      nested |= u->op == Op::REDUCE && std::find(u->src().begin() + 1, u->src().end(), k) != u->src().end();
+    }
+    if (!costly || nested) continue;
+    const UOp* at_n = substitute(body, {{k, n}});
+    if (std::find(v_nodes.begin(), v_nodes.end(), at_n) == v_nodes.end()) continue;
+    // found: the term is computed once per element, stored where the output goes, and read back
+    Context& ctx = sink->ctx();
+    int32_t axis = first_free_axis(sink);
+    RangeArg loop_arg = k->arg<RangeArg>();
+    loop_arg.type = AxisType::Loop;
+    loop_arg.axis = axis++;
+    const UOp* k1 = ctx.make(Op::RANGE, k->dtype, k->src(), loop_arg);
+    const UOp* k2 = clone_range(k, axis++);
+    const UOp* first =
+        ctx.make(Op::END, dtypes::void_,
+                 {ctx.make(Op::STORE, dtypes::void_, {substitute(idx, {{n, k1}}), substitute(body, {{k, k1}})}), k1});
+    const UOp* stored = ctx.make(Op::AFTER, out->dtype, {out, first});
+    auto read_at = [&](const UOp* r) {
+      return ctx.make(Op::INDEX, body->dtype, {stored, substitute(idx->src(1), {{n, r}})});
+    };
+    const UOp* sum = ctx.make(Op::REDUCE, red->dtype, {read_at(k2), k2}, red->arg());
+    const UOp* nv = substitute(v, {{at_n, read_at(n)}, {red, sum}});
+    // for each row: the loop that stores the term, then the output loop
+    const UOp* row = ctx.make(Op::END, dtypes::void_, {ctx.make(Op::STORE, dtypes::void_, {idx, nv}), n});
+    std::vector<const UOp*> end_src{ctx.make(Op::GROUP, dtypes::void_, {first, row})};
+    end_src.insert(end_src.end(), end->src().begin() + 1, end->src().end() - 1);
+    return ctx.make(Op::SINK, dtypes::void_, {ctx.make(Op::END, dtypes::void_, end_src)}, sink->arg());
+  }
+  return nullptr;
+}
+
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   std::vector<Opt> applied;
   bool reduces = false;
@@ -368,6 +420,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
     }
   };
   if (reduces) {
+    // softmax's exp, once per element: stored in the output row, summed from there, scaled there
+    if (const UOp* s = store_shared_term(sink)) sink = s;
     // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
     if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
     // unrolled rows pay only where they share a read: a load inside the reduction that the row

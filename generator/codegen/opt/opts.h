@@ -55,6 +55,14 @@ const UOp* mark_thread_axis(const UOp* sink);
 // vectorized reduction does. Unchanged when nothing applies.
 const UOp* split_reduce_lanes(const UOp* sink, int64_t width);
 
+// A term that a kernel computes twice for each element of its innermost output loop, once inside
+// a sum over a range of the same extent (softmax: exp(x - max) in the sum, and again in the
+// output), is computed once: a loop stores it where the output of the row goes, the sum reads it
+// back from there (a row in cache), and the output reads it there too. Only for terms with an
+// exp, log or sin (where recomputing costs more than a store and two reads) and an output of the
+// term's dtype (so the stored value is exact). Returns nullptr when the kernel has no such term.
+const UOp* store_shared_term(const UOp* sink);
+
 // The CPU heuristics: for a kernel that reduces into a 2-D (or higher) output, tile the two
 // innermost output axes: up to 64 lanes of the last (a loop the C compiler vectorizes, with one
 // accumulator per lane) and up to 8 unrolled rows, so one pass over the reduction updates 8 x 64

@@ -76,14 +76,15 @@ static bool same_count(const Shape& a, const Shape& b) {
   return pa == pb;
 }
 
-static void need(bool ok, const std::string& what) {
-  if (!ok) throw ShapeError(what);
+// the message is built only when the check fails (shapes are inferred for every node scheduled)
+template <class Message> static void need(bool ok, const Message& what) {
+  if (!ok) throw ShapeError(what());
 }
 
 static std::vector<int64_t> const_list(const UOp* stack, const char* what) {
   std::vector<int64_t> r;
   for (const UOp* s : stack->src()) {
-    need(s->op == Op::CONST, std::string(what) + ": expected constant arguments, got " + print(s));
+    need(s->op == Op::CONST, [&] { return std::string(what) + ": expected constant arguments, got " + print(s); });
     r.push_back(s->ival());
   }
   return r;
@@ -94,40 +95,51 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
   std::string lower = name;
   for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (u->op == Op::PARAM) {
-    need(u->nsrc() == 1 && u->src(0)->op == Op::STACK, "input: expected a STACK of dims");
+    need(u->nsrc() == 1 && u->src(0)->op == Op::STACK, [&] { return std::string("input: expected a STACK of dims"); });
     Shape s(u->src(0)->src().begin(), u->src(0)->src().end());
     for (const UOp* d : s)
-      need(d->vmin().i >= 0, "input " + std::string(u->arg<ParamArg>().name) + ": negative dim in " + shape_str(s));
+      need(d->vmin().i >= 0, [&] {
+        return std::string("input " + std::string(u->arg<ParamArg>().name) + ": negative dim in " + shape_str(s));
+      });
     return s;
   }
   if (u->op == Op::CONST || u->op == Op::DEFINE_VAR) return {};
   if (u->op == Op::IOTA) {
-    need(u->nsrc() == 1 && u->src(0)->vmin().i >= 0, "iota: expected a non-negative length");
+    need(u->nsrc() == 1 && u->src(0)->vmin().i >= 0,
+         [&] { return std::string("iota: expected a non-negative length"); });
     return {u->src(0)};
   }
-  need(!src_shapes.empty(), name + ": expected a tensor source");
+  need(!src_shapes.empty(), [&] { return std::string(name + ": expected a tensor source"); });
   const Shape& in = *src_shapes[0];
   size_t n = in.size();
   auto rank_check = [&](const UOp* stack, const char* arg) {
-    need(stack->op == Op::STACK && stack->nsrc() == n, lower + ": expected " + std::to_string(n) + " " + arg +
-                                                           " for shape " + shape_str(in) + ", got " +
-                                                           std::to_string(stack->nsrc()));
+    need(stack->op == Op::STACK && stack->nsrc() == n, [&] {
+      return std::string(lower + ": expected " + std::to_string(n) + " " + arg + " for shape " + shape_str(in) +
+                         ", got " + std::to_string(stack->nsrc()));
+    });
   };
   switch (u->op) {
     case Op::RESHAPE: {
       Shape out(u->src(1)->src().begin(), u->src(1)->src().end());
-      for (const UOp* d : out) need(d->vmin().i >= 0, "reshape: negative dim in " + shape_str(out));
-      need(same_count(in, out),
-           "reshape: expected a shape with as many elements as " + shape_str(in) + ", got " + shape_str(out));
+      for (const UOp* d : out)
+        need(d->vmin().i >= 0, [&] { return std::string("reshape: negative dim in " + shape_str(out)); });
+      need(same_count(in, out), [&] {
+        return std::string("reshape: expected a shape with as many elements as " + shape_str(in) + ", got " +
+                           shape_str(out));
+      });
       return out;
     }
     case Op::EXPAND: {
       Shape out(u->src(1)->src().begin(), u->src(1)->src().end());
-      need(out.size() == n,
-           "expand: expected rank " + std::to_string(n) + " like " + shape_str(in) + ", got " + shape_str(out));
+      need(out.size() == n, [&] {
+        return std::string("expand: expected rank " + std::to_string(n) + " like " + shape_str(in) + ", got " +
+                           shape_str(out));
+      });
       for (size_t i = 0; i < n; ++i)
-        need(in[i] == out[i] || dim_is(in[i], 1), "expand: expected dim " + std::to_string(i) + " of " + shape_str(in) +
-                                                      " to be 1 or equal, got " + shape_str(out));
+        need(in[i] == out[i] || dim_is(in[i], 1), [&] {
+          return std::string("expand: expected dim " + std::to_string(i) + " of " + shape_str(in) +
+                             " to be 1 or equal, got " + shape_str(out));
+        });
       return out;
     }
     case Op::PERMUTE: {
@@ -139,8 +151,10 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
       for (size_t i = 0; i < n; ++i) ok &= sorted[i] == int64_t(i);
       std::string os = "(";
       for (size_t i = 0; i < n; ++i) os += (i ? ", " : "") + std::to_string(order[i]);
-      need(ok, "permute: expected a permutation of the " + std::to_string(n) + " axes of " + shape_str(in) + ", got " +
-                   os + ")");
+      need(ok, [&] {
+        return std::string("permute: expected a permutation of the " + std::to_string(n) + " axes of " + shape_str(in) +
+                           ", got " + os + ")");
+      });
       Shape out;
       for (int64_t o : order) out.push_back(in[size_t(o)]);
       return out;
@@ -151,8 +165,10 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
       Shape out;
       for (size_t i = 0; i < n; ++i) {
         const UOp *b = u->src(1)->src(i), *a = u->src(2)->src(i);
-        need(b->vmin().i >= 0 && a->vmin().i >= 0, "pad: expected non-negative pads, got (" + dim_str(b) + ", " +
-                                                       dim_str(a) + ") on axis " + std::to_string(i));
+        need(b->vmin().i >= 0 && a->vmin().i >= 0, [&] {
+          return std::string("pad: expected non-negative pads, got (" + dim_str(b) + ", " + dim_str(a) + ") on axis " +
+                             std::to_string(i));
+        });
         out.push_back(simplify_dim(Expr(in[i]) + Expr(b) + Expr(a)));
       }
       return out;
@@ -165,24 +181,29 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
         const UOp *b = u->src(1)->src(i), *e = u->src(2)->src(i);
         const UOp* len = simplify_dim(Expr(e) - Expr(b));
         const UOp* rest = simplify_dim(Expr(in[i]) - Expr(e));
-        need(b->vmin().i >= 0 && len->vmin().i >= 0 && rest->vmin().i >= 0,
-             "shrink: expected 0 <= begin <= end <= " + dim_str(in[i]) + " on axis " + std::to_string(i) + ", got (" +
-                 dim_str(b) + ", " + dim_str(e) + ")");
+        need(b->vmin().i >= 0 && len->vmin().i >= 0 && rest->vmin().i >= 0, [&] {
+          return std::string("shrink: expected 0 <= begin <= end <= " + dim_str(in[i]) + " on axis " +
+                             std::to_string(i) + ", got (" + dim_str(b) + ", " + dim_str(e) + ")");
+        });
         out.push_back(len);
       }
       return out;
     }
     case Op::FLIP: {
       rank_check(u->src(1), "flags");
-      for (int64_t f : const_list(u->src(1), "flip")) need(f == 0 || f == 1, "flip: expected flags 0 or 1");
+      for (int64_t f : const_list(u->src(1), "flip"))
+        need(f == 0 || f == 1, [&] { return std::string("flip: expected flags 0 or 1"); });
       return in;
     }
     case Op::REDUCE: {
-      need(u->nsrc() == 2 && u->src(1)->op == Op::STACK, "reduce: expected a STACK of axes");
+      need(u->nsrc() == 2 && u->src(1)->op == Op::STACK,
+           [&] { return std::string("reduce: expected a STACK of axes"); });
       Shape out = in;
       for (int64_t a : const_list(u->src(1), "reduce")) {
-        need(a >= 0 && a < int64_t(n), "reduce: expected an axis in [0, " + std::to_string(n) + ") for shape " +
-                                           shape_str(in) + ", got " + std::to_string(a));
+        need(a >= 0 && a < int64_t(n), [&] {
+          return std::string("reduce: expected an axis in [0, " + std::to_string(n) + ") for shape " + shape_str(in) +
+                             ", got " + std::to_string(a));
+        });
         out[size_t(a)] = u->ctx().cint(1);
       }
       return out;
@@ -190,11 +211,15 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
     default:
       break;
   }
-  need(is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST, name + ": not a tensor op");
+  need(is_alu(u->op) || u->op == Op::CAST || u->op == Op::BITCAST,
+       [&] { return std::string(name + ": not a tensor op"); });
   for (const Shape* s : src_shapes)
-    need(*s == in, name + ": expected operands of equal shape, got " + shape_str(in) + " and " + shape_str(*s));
+    need(*s == in, [&] {
+      return std::string(name + ": expected operands of equal shape, got " + shape_str(in) + " and " + shape_str(*s));
+    });
   if (u->op == Op::WHERE)
-    need(is_bool(u->src(0)->dtype), "where: expected a bool condition, got " + to_string(u->src(0)->dtype));
+    need(is_bool(u->src(0)->dtype),
+         [&] { return std::string("where: expected a bool condition, got " + to_string(u->src(0)->dtype)); });
   return in;
 }
 

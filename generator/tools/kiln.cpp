@@ -168,16 +168,21 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
       if (!only.empty() && k.name != only) continue;
       any = true;
       for (const auto& sk : k.schedule.kernels) {
+        // the IR's text only where it is dumped: printing every stage costs more than compiling
+        auto dumped = [&](std::string_view stage) { return dump_all || stage == dump_after; };
         auto dump = [&](std::string_view stage, const std::string& text) {
-          if (dump_all || stage == dump_after)
-            std::cout << "// ---- " << sk.name << " after " << stage << "\n" << text << "\n";
+          std::cout << "// ---- " << sk.name << " after " << stage << "\n" << text << "\n";
         };
         kiln::codegen::PipelineOptions opts;
-        opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) { dump(stage, kiln::print_graph(s)); };
+        opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) {
+          if (dumped(stage)) dump(stage, kiln::print_graph(s));
+        };
         kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
-        std::string lin;
-        for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
-        dump("linearize", lin);
+        if (dumped("linearize")) {
+          std::string lin;
+          for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
+          dump("linearize", lin);
+        }
         out += c.source;
       }
     }

@@ -29,13 +29,21 @@ bool is_range_list(const UOp* u) {
 }
 
 // r0 (outer) and r1 (inner) as one range over both: r0 = r // end1, r1 = r % end1
-const UOp* merge(const UOp* u, const UOp* r0, const UOp* r1) {
-  Context& ctx = u->ctx();
+std::unordered_map<const UOp*, RangeReplacement> merged(const UOp* r0, const UOp* r1) {
   Expr end1 = r1->src(0);
-  const UOp* merged = ctx.make(Op::RANGE, r0->dtype, {simplify(Expr(r0->src(0)) * end1)}, r0->arg());
-  std::unordered_map<const UOp*, RangeReplacement> with{{r0, {Expr(merged) / end1, {merged}}},
-                                                        {r1, {Expr(merged) % end1, {}}}};
-  return graph_rewrite(replace_ranges(u, with), sym());
+  const UOp* m = r0->ctx().make(Op::RANGE, r0->dtype, {simplify(Expr(r0->src(0)) * end1)}, r0->arg());
+  return {{r0, {Expr(m) / end1, {m}}}, {r1, {Expr(m) % end1, {}}}};
+}
+
+// The index math of u (addresses and integer comparisons), where any division or modulo is: a
+// merge is tried on it alone, which is cheaper than simplifying every value of the kernel.
+const UOp* index_math(const UOp* u) {
+  std::vector<const UOp*> roots;
+  for (const UOp* x : toposort(u)) {
+    if (x->op == Op::INDEX) roots.push_back(x->src(1));
+    if (in_group(x->op, G_COMPARISON) && x->src(0)->dtype == dtypes::weakint) roots.push_back(x);
+  }
+  return u->ctx().make(Op::SINK, dtypes::void_, roots);
 }
 
 const UOp* merge_adjacent(const Match& m) {
@@ -52,7 +60,7 @@ const UOp* merge_adjacent(const Match& m) {
     return true;
   };
   const UOp* cur = u;
-  int64_t divmods = count_divmod(cur);
+  int64_t divmods = count_divmod(index_math(cur));
   // an END's loops nest in list order: only neighbours merge. A REDUCE's order is free: any pair.
   for (bool again = true; again;) {
     again = false;
@@ -62,9 +70,10 @@ const UOp* merge_adjacent(const Match& m) {
         if (i == j || (u->op == Op::END && j != i + 1)) continue;
         const UOp *r0 = rs[i], *r1 = rs[j];
         if (r0->arg<RangeArg>().type != r1->arg<RangeArg>().type || !same_reduces(r0, r1)) continue;
-        const UOp* cand = merge(cur, r0, r1);
-        if (int64_t n = count_divmod(cand); n <= divmods) {
-          cur = cand, divmods = n, again = true;
+        auto with = merged(r0, r1);
+        const UOp* index = graph_rewrite(replace_ranges(index_math(cur), with), sym());
+        if (int64_t n = count_divmod(index); n <= divmods) {
+          cur = graph_rewrite(replace_ranges(cur, with), sym()), divmods = n, again = true;
         }
       }
     }

@@ -422,8 +422,11 @@ TEST_F(CodegenTest, SimplifyRangesMergesWhatIsContiguousOnly) {
   schedule::Schedule t = schedule::schedule(ins, std::vector<Tensor>{z.sum({1, 2})}, "t");
   const UOp* merged = after(t.kernels[0].ast, "simplify ranges");
   EXPECT_EQ(count_ops(merged, Op::RANGE), 2u);
-  for (const UOp* u : toposort(merged))
-    if (u->op == Op::REDUCE) EXPECT_EQ(u->nsrc(), 2u) << "one reduce range";
+  for (const UOp* u : toposort(merged)) {
+    if (u->op == Op::REDUCE) {
+      EXPECT_EQ(u->nsrc(), 2u) << "one reduce range";
+    }
+  }
   expect_matches({z.sum({1, 2}), z.sum({0, 2}), (z * 3).sum({0, 1})});
   ins.clear();
   Tensor a = input("a", {8, 16});

@@ -175,9 +175,12 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
         kiln::codegen::PipelineOptions opts;
         opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) { dump(stage, kiln::print_graph(s)); };
         kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
-        std::string lin;
-        for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
-        dump("linearize", lin);
+        // only when asked: print() spells a node as a tree, exponential in the depth of a shared DAG
+        if (dump_all || dump_after == "linearize") {
+          std::string lin;
+          for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
+          dump("linearize", lin);
+        }
         out += c.source;
       }
     }

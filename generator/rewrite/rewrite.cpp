@@ -125,15 +125,18 @@ class Rewriter {
     for (uint32_t id : scratch_->touched) {
       replace_[id] = bpm_cache_[id] = nullptr;
       stack_mark_[id] = bpm_done_[id] = 0;
+      waiting_[id].clear();  // not empty only when the rewrite threw
     }
     scratch_->touched.clear();
+    scratch_->stack.clear();
     scratch_pool().push_back(std::move(scratch_));
   }
   Rewriter(const Rewriter&) = delete;
   Rewriter& operator=(const Rewriter&) = delete;
 
   const UOp* run(const UOp* root) {
-    std::vector<Entry> stack{{root, 0, root}};
+    std::vector<Entry>& stack = scratch_->stack;
+    stack.push_back({root, 0, root});
     mark_on_stack(root);
     while (!stack.empty()) {
       Entry e = stack.back();
@@ -155,7 +158,7 @@ class Rewriter {
         for (const UOp* x : e.new_n->src()) {
           const UOp* rx = get(x);
           if (rx == nullptr) {
-            waitlist_[x].push_back(e);
+            wait_for(x, e);
             ready = false;
             break;
           }
@@ -178,7 +181,7 @@ class Rewriter {
       } else {
         const UOp* r = get(e.new_n);
         if (r == nullptr) {
-          waitlist_[e.new_n].push_back(e);
+          wait_for(e.new_n, e);
         } else {
           finish(e.n, r, stack);
         }
@@ -200,6 +203,7 @@ class Rewriter {
       stack_mark_.resize(n, 0);
       bpm_cache_.resize(n, nullptr);
       bpm_done_.resize(n, 0);
+      waiting_.resize(n);
     }
   }
   bool replaced(const UOp* u) { return get(u) != nullptr; }
@@ -212,11 +216,15 @@ class Rewriter {
   void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
     grow(n->id);
     replace_[n->id] = r;
-    if (waitlist_.empty()) return;  // the common case: nobody waits
-    if (auto it = waitlist_.find(n); it != waitlist_.end()) {
-      for (const Entry& w : it->second) stack.push_back(w);
-      waitlist_.erase(it);
-    }
+    std::vector<Entry>& w = waiting_[n->id];
+    if (w.empty()) return;  // the common case: nobody waits
+    stack.insert(stack.end(), w.begin(), w.end());
+    w.clear();
+  }
+  // `e` continues once `x` is final
+  void wait_for(const UOp* x, const Entry& e) {
+    grow(x->id);
+    waiting_[x->id].push_back(e);
   }
 
   const UOp* apply(const UOp* u) {
@@ -266,7 +274,10 @@ class Rewriter {
   struct Scratch {
     std::vector<const UOp*> replace, bpm_cache;
     std::vector<uint8_t> stack_mark, bpm_done;
+    std::vector<std::vector<Entry>> waiting;  // the entries that wait for a node to be final
     std::vector<uint32_t> touched;
+    std::vector<Entry> stack;
+    std::vector<const UOp*> srcs;
   };
   static std::vector<std::unique_ptr<Scratch>>& scratch_pool() {
     thread_local std::vector<std::unique_ptr<Scratch>> pool;
@@ -284,8 +295,8 @@ class Rewriter {
   std::vector<const UOp*>& bpm_cache_ = scratch_->bpm_cache;
   std::vector<uint8_t>& stack_mark_ = scratch_->stack_mark;
   std::vector<uint8_t>& bpm_done_ = scratch_->bpm_done;
-  std::vector<const UOp*> srcs_;
-  std::unordered_map<const UOp*, std::vector<Entry>> waitlist_;
+  std::vector<std::vector<Entry>>& waiting_ = scratch_->waiting;
+  std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};
   size_t nrecent_ = 0;
 };

@@ -42,6 +42,13 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
   return r;
 }
 
+PatternMatcher PatternMatcher::remember_fixed_points() && {
+  static std::atomic<int> next_bit{0};
+  int b = next_bit++;
+  if (b < 8) fixed_bit_ = uint8_t(1u << b);
+  return std::move(*this);
+}
+
 void PatternMatcher::index() {
   OpSet all;
   for (int o = 0; o < kNumOps; ++o) all.add(Op(o));
@@ -117,9 +124,14 @@ struct Entry {
 
 class Rewriter {
  public:
-  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, size_t graph_size)
-      : pm_(pm), ctx_(ctx), opts_(opts) {
-    cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(graph_size) + 100000;
+  // unchanged_below: the caller knows that no rule changes a node created before this id (nor,
+  // as sources are older than their users, anything below it)
+  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
+           uint32_t unchanged_below = 0)
+      : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below) {
+    cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
+    // a pure matcher's rules never read the context; with one given, do not trust the marks
+    fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
   }
   ~Rewriter() {
     for (uint32_t id : scratch_->touched) {
@@ -143,6 +155,10 @@ class Rewriter {
       stack.pop_back();
       if (replaced(e.n)) continue;
       if (e.stage == 0) {
+        if (e.n->id < unchanged_below_ || (fixed_bit_ && ctx_of_nodes_.fixed(e.n->id, fixed_bit_))) {
+          finish(e.n, e.n, stack);  // nothing below it can change
+          continue;
+        }
         const UOp* new_n = e.n;
         if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
         stack.push_back({e.n, 1, new_n});
@@ -169,6 +185,8 @@ class Rewriter {
         if (std::equal(srcs_.begin(), srcs_.end(), e.new_n->src().begin(), e.new_n->src().end())) {
           const UOp* r = opts_.bottom_up ? nullptr : apply(e.new_n);
           if (r == nullptr) {
+            // no rule fires on it (bottom-up: checked before its sources) and its sources are final
+            if (fixed_bit_) ctx_of_nodes_.set_fixed(e.new_n->id, fixed_bit_);
             finish(e.n, e.new_n, stack);
             continue;
           }
@@ -268,6 +286,9 @@ class Rewriter {
   const PatternMatcher& pm_;
   void* ctx_;
   RewriteOptions opts_;
+  Context& ctx_of_nodes_;
+  uint32_t unchanged_below_;
+  uint8_t fixed_bit_ = 0;
   uint64_t cap_ = 0, count_ = 0;
   // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
   // another set), so a small rewrite in a large Context does not pay for the Context's size.
@@ -304,7 +325,7 @@ class Rewriter {
 }  // namespace
 
 const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, RewriteOptions opts) {
-  return Rewriter(pm, ctx, opts, root->ctx().size()).run(root);
+  return Rewriter(pm, ctx, opts, root->ctx()).run(root);
 }
 
 const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
@@ -317,7 +338,10 @@ const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, cons
   RewriteOptions o;
   o.bottom_up = true;
   o.name = "substitute";
-  return graph_rewrite(root, pm, const_cast<void*>(static_cast<const void*>(&map)), o);
+  // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
+  uint32_t oldest_key = UINT32_MAX;
+  for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
+  return Rewriter(pm, const_cast<void*>(static_cast<const void*>(&map)), o, root->ctx(), oldest_key).run(root);
 }
 
 }  // namespace kiln

@@ -134,12 +134,6 @@ class Rewriter {
     fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
   }
   ~Rewriter() {
-    for (uint32_t id : scratch_->touched) {
-      replace_[id] = bpm_cache_[id] = nullptr;
-      stack_mark_[id] = bpm_done_[id] = 0;
-      waiting_[id].clear();  // not empty only when the rewrite threw
-    }
-    scratch_->touched.clear();
     scratch_->stack.clear();
     scratch_pool().push_back(std::move(scratch_));
   }
@@ -211,39 +205,42 @@ class Rewriter {
   }
 
  private:
-  // Called before every write of the tables below: records the id, so the tables go back to the
-  // pool clean at the cost of what this rewrite touched.
-  void grow(uint32_t id) {
-    scratch_->touched.push_back(id);
-    if (id >= replace_.size()) {
-      size_t n = std::max<size_t>(id + 1, replace_.size() * 2);
-      replace_.resize(n, nullptr);
-      stack_mark_.resize(n, 0);
-      bpm_cache_.resize(n, nullptr);
-      bpm_done_.resize(n, 0);
-      waiting_.resize(n);
+  // The per-node state of this rewrite. A slot belongs to this rewrite when its generation is
+  // ours: a new rewrite starts clean without clearing what an earlier one touched.
+  struct Slot;
+  const Slot* peek(const UOp* u) const {
+    return u->id < slots_.size() && slots_[u->id].gen == gen_ ? &slots_[u->id] : nullptr;
+  }
+  Slot& slot(const UOp* u) {
+    if (u->id >= slots_.size()) slots_.resize(std::max<size_t>(u->id + 1, slots_.size() * 2));
+    Slot& s = slots_[u->id];
+    if (s.gen != gen_) {
+      s.gen = gen_;
+      s.on_stack = s.bpm_done = false;
+      s.replace = s.bpm = nullptr;
+      s.waiting.clear();  // not empty only when an earlier rewrite threw
     }
+    return s;
   }
-  bool replaced(const UOp* u) { return get(u) != nullptr; }
-  const UOp* get(const UOp* u) { return u->id < replace_.size() ? replace_[u->id] : nullptr; }
-  bool on_stack(const UOp* u) { return u->id < stack_mark_.size() && stack_mark_[u->id]; }
-  void mark_on_stack(const UOp* u) {
-    grow(u->id);
-    stack_mark_[u->id] = 1;
+  bool replaced(const UOp* u) const { return get(u) != nullptr; }
+  const UOp* get(const UOp* u) const {
+    const Slot* s = peek(u);
+    return s ? s->replace : nullptr;
   }
+  bool on_stack(const UOp* u) const {
+    const Slot* s = peek(u);
+    return s && s->on_stack;
+  }
+  void mark_on_stack(const UOp* u) { slot(u).on_stack = true; }
   void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
-    grow(n->id);
-    replace_[n->id] = r;
-    std::vector<Entry>& w = waiting_[n->id];
-    if (w.empty()) return;  // the common case: nobody waits
-    stack.insert(stack.end(), w.begin(), w.end());
-    w.clear();
+    Slot& s = slot(n);
+    s.replace = r;
+    if (s.waiting.empty()) return;  // the common case: nobody waits
+    stack.insert(stack.end(), s.waiting.begin(), s.waiting.end());
+    s.waiting.clear();
   }
   // `e` continues once `x` is final
-  void wait_for(const UOp* x, const Entry& e) {
-    grow(x->id);
-    waiting_[x->id].push_back(e);
-  }
+  void wait_for(const UOp* x, const Entry& e) { slot(x).waiting.push_back(e); }
 
   const UOp* apply(const UOp* u) {
     const UOp* r = pm_.rewrite(u, ctx_);
@@ -257,15 +254,14 @@ class Rewriter {
   const UOp* bottom_up_fixed_point(const UOp* n) {
     const UOp* cur = n;
     while (true) {
-      grow(cur->id);
       const UOp* next;
-      if (bpm_done_[cur->id]) {
-        next = bpm_cache_[cur->id];
+      if (const Slot* s = peek(cur); s && s->bpm_done) {
+        next = s->bpm;
       } else {
         next = apply(cur);
-        grow(cur->id);
-        bpm_done_[cur->id] = 1;
-        bpm_cache_[cur->id] = next;
+        Slot& t = slot(cur);  // after apply: a nested rewrite may have grown the context
+        t.bpm_done = true;
+        t.bpm = next;
       }
       if (next == nullptr) return cur;
       cur = next;
@@ -292,11 +288,16 @@ class Rewriter {
   uint64_t cap_ = 0, count_ = 0;
   // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
   // another set), so a small rewrite in a large Context does not pay for the Context's size.
+  struct Slot {
+    uint32_t gen = 0;
+    bool on_stack = false, bpm_done = false;
+    const UOp* replace = nullptr;  // the final result
+    const UOp* bpm = nullptr;      // bottom-up: what one application of the rules gives
+    std::vector<Entry> waiting;    // the entries that wait for this node to be final
+  };
   struct Scratch {
-    std::vector<const UOp*> replace, bpm_cache;
-    std::vector<uint8_t> stack_mark, bpm_done;
-    std::vector<std::vector<Entry>> waiting;  // the entries that wait for a node to be final
-    std::vector<uint32_t> touched;
+    std::vector<Slot> slots;
+    uint32_t gen = 0;
     std::vector<Entry> stack;
     std::vector<const UOp*> srcs;
   };
@@ -306,17 +307,22 @@ class Rewriter {
   }
   static std::unique_ptr<Scratch> take_scratch() {
     auto& pool = scratch_pool();
-    if (pool.empty()) return std::make_unique<Scratch>();
-    std::unique_ptr<Scratch> s = std::move(pool.back());
-    pool.pop_back();
+    std::unique_ptr<Scratch> s;
+    if (pool.empty()) {
+      s = std::make_unique<Scratch>();
+    } else {
+      s = std::move(pool.back());
+      pool.pop_back();
+    }
+    if (++s->gen == 0) {  // wrapped: forget every generation
+      for (Slot& sl : s->slots) sl.gen = 0;
+      s->gen = 1;
+    }
     return s;
   }
   std::unique_ptr<Scratch> scratch_ = take_scratch();
-  std::vector<const UOp*>& replace_ = scratch_->replace;
-  std::vector<const UOp*>& bpm_cache_ = scratch_->bpm_cache;
-  std::vector<uint8_t>& stack_mark_ = scratch_->stack_mark;
-  std::vector<uint8_t>& bpm_done_ = scratch_->bpm_done;
-  std::vector<std::vector<Entry>>& waiting_ = scratch_->waiting;
+  std::vector<Slot>& slots_ = scratch_->slots;
+  const uint32_t gen_ = scratch_->gen;
   std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};
   size_t nrecent_ = 0;

@@ -7,8 +7,8 @@
 // ordered by their dependencies, ties broken by the graph's own order, so the list is
 // deterministic.
 #include <algorithm>
+#include <functional>
 #include <queue>
-#include <unordered_map>
 
 #include "generator/codegen/passes.h"
 #include "generator/ir/text.h"
@@ -25,41 +25,49 @@ class Linearizer {
     uint32_t max_id = 0;
     for (const UOp* u : topo_) max_id = std::max(max_id, u->id);
     pos_.assign(size_t(max_id) + 1, 0);
-    for (size_t i = 0; i < topo_.size(); ++i) {
-      order_[topo_[i]] = i;
-      pos_[topo_[i]->id] = uint32_t(i);
-    }
+    for (size_t i = 0; i < topo_.size(); ++i) pos_[topo_[i]->id] = uint32_t(i);
     find_loops();
     compute_deps();
     nest_loops();
     place_nodes();
     order_items();
     std::vector<const UOp*> out;
-    emit(nullptr, out);
+    out.reserve(topo_.size() + ranges_.size());
+    emit(kTop, out);
     out.push_back(sink_);
     return out;
   }
 
  private:
+  // Every table is dense: nodes by toposort position, loops by range index (kTop: the kernel's
+  // top level), so the passes below cost no hashing.
+  static constexpr uint32_t kTop = ~uint32_t(0);
+  static constexpr uint32_t kNone = ~uint32_t(0);
+  uint32_t pos(const UOp* u) const { return pos_[u->id]; }
+  uint32_t rid(const UOp* r) const { return range_id_[pos(r)]; }
+
   // Range sets are bitsets of `words_` 64-bit words, one row per node (by toposort position).
-  const uint64_t* deps(const UOp* u) const { return &deps_[size_t(pos_[u->id]) * words_]; }
+  const uint64_t* deps(const UOp* u) const { return &deps_[size_t(pos(u)) * words_]; }
   bool has(const uint64_t* d, size_t i) const { return (d[i / 64] >> (i % 64)) & 1; }
 
   void find_loops() {
+    range_id_.assign(topo_.size(), kNone);
     for (const UOp* u : topo_) {
       if (u->op == Op::RANGE) {
-        range_id_[u] = ranges_.size();
+        range_id_[pos(u)] = uint32_t(ranges_.size());
         ranges_.push_back(u);
       }
     }
+    end_of_.assign(ranges_.size(), nullptr);
     for (const UOp* u : topo_) {
       if (u->op != Op::END) continue;
       if (u->nsrc() != 2 || u->src(1)->op != Op::RANGE) throw InternalError("linearize: END must close one range");
-      if (!end_of_.emplace(u->src(1), u).second)
-        throw InternalError("linearize: range closed twice: " + print(u->src(1)));
+      const UOp*& e = end_of_[rid(u->src(1))];
+      if (e) throw InternalError("linearize: range closed twice: " + print(u->src(1)));
+      e = u;
     }
-    for (const UOp* r : ranges_)
-      if (!end_of_.contains(r)) throw InternalError("linearize: range never closed: " + print(r));
+    for (size_t i = 0; i < ranges_.size(); ++i)
+      if (!end_of_[i]) throw InternalError("linearize: range never closed: " + print(ranges_[i]));
   }
 
   void compute_deps() {
@@ -73,148 +81,161 @@ class Linearizer {
         for (size_t w = 0; w < words_; ++w) d[w] |= sd[w];
       }
       if (u->op == Op::RANGE) {
-        size_t r = range_id_.at(u);
+        size_t r = rid(u);
         d[r / 64] |= uint64_t(1) << (r % 64);
       }
       if (u->op == Op::END) {
-        size_t r = range_id_.at(u->src(1));
+        size_t r = rid(u->src(1));
         d[r / 64] &= ~(uint64_t(1) << (r % 64));
       }
     }
   }
 
   // depth and parent of each loop: inside the deepest range its END depends on
-  size_t depth(const UOp* r) {
-    if (auto it = depth_.find(r); it != depth_.end()) return it->second;
-    const uint64_t* d = deps(end_of_.at(r));
-    const UOp* parent = nullptr;
+  size_t depth(uint32_t r) {
+    if (depth_[r] != 0) return depth_[r];
+    const uint64_t* d = deps(end_of_[r]);
+    uint32_t parent = kTop;
     size_t best = 0;
-    for (size_t i = 0; i < ranges_.size(); ++i) {
+    for (uint32_t i = 0; i < ranges_.size(); ++i) {
       if (!has(d, i)) continue;
-      size_t di = depth(ranges_[i]);
-      if (di >= best) best = di, parent = ranges_[i];
+      size_t di = depth(i);
+      if (di >= best) best = di, parent = i;
     }
     parent_[r] = parent;
     depth_[r] = best + 1;
     return best + 1;
   }
+  size_t scope_depth(uint32_t scope) const { return scope == kTop ? 0 : depth_[scope]; }
 
   void nest_loops() {
-    for (const UOp* r : ranges_) depth(r);
+    depth_.assign(ranges_.size(), 0);
+    parent_.assign(ranges_.size(), kTop);
+    for (uint32_t r = 0; r < ranges_.size(); ++r) depth(r);
     // each range with its ancestors, for the nesting checks
     anc_.assign(ranges_.size() * words_, 0);
     for (size_t i = 0; i < ranges_.size(); ++i)
-      for (const UOp* p = ranges_[i]; p; p = parent_.at(p)) {
-        size_t j = range_id_.at(p);
-        anc_[i * words_ + j / 64] |= uint64_t(1) << (j % 64);
-      }
-    for (const UOp* r : ranges_) check_chain(deps(end_of_.at(r)), parent_.at(r), r);
+      for (uint32_t j = uint32_t(i); j != kTop; j = parent_[j]) anc_[i * words_ + j / 64] |= uint64_t(1) << (j % 64);
+    for (uint32_t r = 0; r < ranges_.size(); ++r) check_chain(deps(end_of_[r]), parent_[r], ranges_[r]);
   }
 
   // every range in d must enclose `inner` (or be it): otherwise no loop order exists
-  void check_chain(const uint64_t* d, const UOp* inner, const UOp* who) const {
-    const uint64_t* a = inner ? &anc_[range_id_.at(inner) * words_] : nullptr;
+  void check_chain(const uint64_t* d, uint32_t inner, const UOp* who) const {
+    const uint64_t* a = inner != kTop ? &anc_[inner * words_] : nullptr;
     for (size_t w = 0; w < words_; ++w)
       if (d[w] & ~(a ? a[w] : 0))
         throw InternalError("linearize: " + print(who).substr(0, 200) + " uses ranges that do not nest");
   }
 
-  const UOp* deepest(const uint64_t* d) const {
-    const UOp* best = nullptr;
+  uint32_t deepest(const uint64_t* d) const {
+    uint32_t best = kTop;
     for (size_t w = 0; w < words_; ++w)
       for (uint64_t bits = d[w]; bits; bits &= bits - 1) {
-        const UOp* r = ranges_[w * 64 + size_t(__builtin_ctzll(bits))];
-        if (!best || depth_.at(r) > depth_.at(best)) best = r;
+        uint32_t r = uint32_t(w * 64 + size_t(__builtin_ctzll(bits)));
+        if (best == kTop || depth_[r] > depth_[best]) best = r;
       }
     return best;
   }
 
   // An item of a loop body: a node, or a child loop (its RANGE stands for it).
   struct Home {
-    const UOp* scope;  // nullptr: the kernel's top level
+    uint32_t scope;  // a range index, or kTop
     const UOp* item;
   };
+  std::vector<const UOp*>& items(uint32_t scope) { return scope == kTop ? top_items_ : items_[scope]; }
 
   void place_nodes() {
+    home_.assign(topo_.size(), Home{kTop, nullptr});
+    items_.assign(ranges_.size(), {});
     for (const UOp* u : topo_) {
       if (u == sink_) continue;
+      Home& h = home_[pos(u)];
       if (u->op == Op::RANGE) {
-        home_[u] = {parent_.at(u), u};
+        h = {parent_[rid(u)], u};
       } else if (u->op == Op::END) {
         const UOp* r = u->src(1);
-        home_[u] = {parent_.at(r), r};
+        h = {parent_[rid(r)], r};
       } else {
-        const UOp* s = deepest(deps(u));
+        uint32_t s = deepest(deps(u));
         check_chain(deps(u), s, u);
-        home_[u] = {s, u};
+        h = {s, u};
       }
-      items_[home_[u].scope];  // every scope exists
-      if (home_[u].item == u || u->op == Op::RANGE) add_item(home_[u]);
+      // each node is its own item once; an END stands for its range, which is an item already
+      if (h.item == u) items(h.scope).push_back(u);
     }
-  }
-
-  void add_item(const Home& h) {
-    auto& list = items_[h.scope];
-    if (std::find(list.begin(), list.end(), h.item) == list.end()) list.push_back(h.item);
   }
 
   void order_items() {
     // dependency edges between items of the same scope, at the scopes where user and source meet
-    std::unordered_map<const UOp*, std::vector<const UOp*>> succ;
-    std::unordered_map<const UOp*, size_t> indeg;
+    std::vector<std::pair<uint32_t, uint32_t>> edges;  // (source item, user item) by position
+    indeg_.assign(topo_.size(), 0);
     for (const UOp* u : topo_) {
       if (u == sink_) continue;
       for (const UOp* s : u->src()) {
-        Home hu = home_.at(u), hs = home_.at(s);
+        Home hu = home_[pos(u)], hs = home_[pos(s)];
         // walk both up to a common scope
         while (hu.scope != hs.scope) {
-          size_t du = hu.scope ? depth_.at(hu.scope) : 0, ds = hs.scope ? depth_.at(hs.scope) : 0;
-          if (du >= ds) hu = {parent_.at(hu.scope), hu.scope};
-          if (ds >= du) hs = {parent_.at(hs.scope), hs.scope};
+          size_t du = scope_depth(hu.scope), ds = scope_depth(hs.scope);
+          if (du >= ds) hu = {parent_[hu.scope], ranges_[hu.scope]};
+          if (ds >= du) hs = {parent_[hs.scope], ranges_[hs.scope]};
         }
         if (hu.item == hs.item) continue;
-        succ[hs.item].push_back(hu.item);
-        ++indeg[hu.item];
+        edges.emplace_back(pos(hs.item), pos(hu.item));
+        ++indeg_[pos(hu.item)];
       }
     }
-    for (auto& [scope, list] : items_) {
-      auto later = [&](const UOp* a, const UOp* b) { return order_.at(a) > order_.at(b); };
-      std::priority_queue<const UOp*, std::vector<const UOp*>, decltype(later)> ready(later);
+    // the successors of every item, as one array (counting sort by source)
+    std::vector<uint32_t> first(topo_.size() + 1, 0), succ(edges.size());
+    for (const auto& e : edges) ++first[e.first + 1];
+    for (size_t i = 0; i < topo_.size(); ++i) first[i + 1] += first[i];
+    std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+    for (const auto& e : edges) succ[fill[e.first]++] = e.second;
+    // within a scope, the ready item that comes first in the graph's order goes first
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready;
+    std::vector<const UOp*> sorted;
+    auto sort_scope = [&](std::vector<const UOp*>& list) {
       for (const UOp* it : list)
-        if (indeg[it] == 0) ready.push(it);
-      std::vector<const UOp*> sorted;
+        if (indeg_[pos(it)] == 0) ready.push(pos(it));
+      sorted.clear();
       while (!ready.empty()) {
-        const UOp* it = ready.top();
+        uint32_t it = ready.top();
         ready.pop();
-        sorted.push_back(it);
-        for (const UOp* n : succ[it])
-          if (--indeg[n] == 0 && home_.at(n).scope == scope) ready.push(n);
+        sorted.push_back(topo_[it]);
+        // every edge joins two items of one scope
+        for (uint32_t k = first[it]; k < first[it + 1]; ++k)
+          if (--indeg_[succ[k]] == 0) ready.push(succ[k]);
       }
       if (sorted.size() != list.size())
         throw InternalError("linearize: the loop bodies depend on each other in a cycle");
-      list = std::move(sorted);
-    }
+      list.swap(sorted);
+    };
+    sort_scope(top_items_);
+    for (auto& list : items_) sort_scope(list);
   }
 
-  void emit(const UOp* scope, std::vector<const UOp*>& out) {
-    for (const UOp* it : items_[scope]) {
+  void emit(uint32_t scope, std::vector<const UOp*>& out) {
+    for (const UOp* it : items(scope)) {
       out.push_back(it);
       if (it->op != Op::RANGE) continue;
-      emit(it, out);
-      out.push_back(end_of_.at(it));
+      emit(rid(it), out);
+      out.push_back(end_of_[rid(it)]);
     }
   }
 
   const UOp* sink_;
   std::vector<const UOp*> topo_;
-  std::unordered_map<const UOp*, size_t> order_, range_id_, depth_;
-  std::vector<const UOp*> ranges_;
-  std::unordered_map<const UOp*, const UOp*> end_of_, parent_;
+  std::vector<uint32_t> pos_;       // node id -> toposort position
+  std::vector<uint32_t> range_id_;  // position -> range index (kNone for other nodes)
+  std::vector<const UOp*> ranges_;  // by range index
+  std::vector<const UOp*> end_of_;  // by range index
+  std::vector<uint32_t> parent_;    // by range index: the enclosing loop, or kTop
+  std::vector<size_t> depth_;       // by range index: 1 for an outermost loop
   size_t words_ = 0;
-  std::vector<uint32_t> pos_;         // node id -> toposort position
   std::vector<uint64_t> deps_, anc_;  // per node / per range: range bitsets
-  std::unordered_map<const UOp*, Home> home_;
-  std::unordered_map<const UOp*, std::vector<const UOp*>> items_;
+  std::vector<Home> home_;            // by position
+  std::vector<uint32_t> indeg_;       // by position
+  std::vector<const UOp*> top_items_;
+  std::vector<std::vector<const UOp*>> items_;  // by range index: the loop's body
 };
 
 }  // namespace

@@ -70,10 +70,20 @@ std::vector<Scalar> parents(Scalar s) {
   return {};
 }
 
-uint32_t ancestors(Scalar s) {  // bitmask over Scalar, including s
+uint32_t ancestors_of(Scalar s) {
   uint32_t m = 1u << int(s);
-  for (Scalar p : parents(s)) m |= ancestors(p);
+  for (Scalar p : parents(s)) m |= ancestors_of(p);
   return m;
+}
+
+// bitmask over Scalar, including s; a table because promotion runs for every node built with binop()
+uint32_t ancestors(Scalar s) {
+  static const std::array<uint32_t, kNumScalars> table = [] {
+    std::array<uint32_t, kNumScalars> t{};
+    for (int i = 0; i < kNumScalars; ++i) t[i] = ancestors_of(Scalar(i));
+    return t;
+  }();
+  return table[int(s)];
 }
 }  // namespace
 

@@ -2,6 +2,7 @@
 // Two structurally equal nodes of one Context are the same pointer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -203,11 +204,20 @@ class Context {
   size_t size() const { return nodes_.size(); }
   const UOp* node(uint32_t id) const { return nodes_[id]; }
 
+  // Fixed points of pure matchers (see PatternMatcher::remember_fixed_points): bit `b` of node
+  // `id` says that no rule of that matcher changes the node or anything below it.
+  bool fixed(uint32_t id, uint8_t b) const { return id < fixed_.size() && (fixed_[id] & b); }
+  void set_fixed(uint32_t id, uint8_t b) {
+    if (id >= fixed_.size()) fixed_.resize(std::max(nodes_.size(), size_t(id) + 1), 0);
+    fixed_[id] |= b;
+  }
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<const UOp*> nodes_;
   std::vector<uint32_t> marks_;
+  std::vector<uint8_t> fixed_;
   uint32_t epoch_ = 0;
 };
 

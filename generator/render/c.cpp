@@ -3,8 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 namespace kiln::render {
 
@@ -89,69 +88,78 @@ class CRenderer {
       : lin_(lin), name_(name), vars_(vars) {}
 
   std::string run() {
+    uint32_t max_id = 0;
+    for (const UOp* u : lin_) max_id = std::max(max_id, u->id);  // sources are older than their users
+    size_t n = size_t(max_id) + 1;
+    depth_.assign(n, 0), uses_.assign(n, 0), user_.assign(n, nullptr), expr_.resize(n);
+    rendered_.assign(n, 0), written_.assign(n, 0), needed_.assign(n, 0);
     analyze();
     out_ = "void " + name_ + "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n" +
            "  (void)bufs;\n  (void)vars;\n  (void)cores;\n";
     if (!uses_core_) out_ += "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n";
     for (const UOp* u : lin_)
-      if (needed_.contains(u)) line(u);
+      if (needed_[u->id]) line(u);
     return out_;
   }
 
  private:
-  // uses, the loop depth of every node, and which buffers are written
+  // uses, the loop depth of every node, and which buffers are written. The tables are dense by node
+  // id: every node of the graph is in the linear program.
   void analyze() {
     // what the stores need; a buffer's size expression is metadata, not code
     std::vector<const UOp*> stack{lin_.back()};
     while (!stack.empty()) {
       const UOp* u = stack.back();
       stack.pop_back();
-      if (!needed_.insert(u).second || u->op == Op::PARAM || u->op == Op::BUFFER) continue;
+      if (needed_[u->id]) continue;
+      needed_[u->id] = 1;
+      uses_core_ |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
+      if (u->op == Op::PARAM || u->op == Op::BUFFER) continue;
       for (const UOp* s : u->src()) stack.push_back(s);
     }
-    for (const UOp* u : needed_) uses_core_ |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
     int d = 1;
     for (const UOp* u : lin_) {
       if (u->op == Op::END) --d;
-      depth_[u] = d;
+      depth_[u->id] = d;
       if (u->op == Op::RANGE) ++d;
       if (u->op != Op::PARAM && u->op != Op::BUFFER)
-        for (const UOp* s : u->src()) ++uses_[s];
-      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) written_.insert(u->src(0)->src(0));
+        for (const UOp* s : u->src()) ++uses_[s->id];
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) written_[u->src(0)->src(0)->id] = 1;
+      for (const UOp* s : u->src()) user_[s->id] = u;  // the last user in program order
     }
   }
 
   void emit(const UOp* at, const std::string& s) {
-    out_.append(size_t(2 * depth_.at(at)), ' ');
+    out_.append(size_t(2 * depth_[at->id]), ' ');
     out_ += s;
     out_ += '\n';
   }
 
   const std::string& ex(const UOp* u) {
-    auto it = expr_.find(u);
-    if (it == expr_.end())
+    if (!rendered_[u->id])
       throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
-    return it->second;
+    return expr_[u->id];
+  }
+  void set_expr(const UOp* u, std::string e) {
+    expr_[u->id] = std::move(e);
+    rendered_[u->id] = 1;
   }
 
   // a value: inlined into its single user at the same depth, else a named local
   void value(const UOp* u, std::string e, const char* prefix) {
-    bool inline_it = uses_[u] == 1 && single_user_same_depth(u);
+    bool inline_it = uses_[u->id] == 1 && single_user_same_depth(u);
     if (inline_it) {
-      expr_[u] = "(" + e + ")";
+      set_expr(u, "(" + e + ")");
       return;
     }
     std::string n = prefix + std::to_string(counter_++);
     emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
-    expr_[u] = n;
+    set_expr(u, n);
   }
 
   bool single_user_same_depth(const UOp* u) {
-    if (!user_.size())
-      for (const UOp* v : lin_)
-        for (const UOp* s : v->src()) user_[s] = v;
-    auto it = user_.find(u);
-    return it != user_.end() && depth_.at(it->second) == depth_.at(u) && it->second->op != Op::END;
+    const UOp* user = user_[u->id];
+    return user && depth_[user->id] == depth_[u->id] && user->op != Op::END;
   }
 
   // integer ops whose result range analysis cannot bound inside the dtype wrap via unsigned
@@ -263,16 +271,16 @@ class CRenderer {
         return;
       case Op::CONST:
         if (u->is_invalid()) return;
-        expr_[u] = is_float(u->dtype) ? float_literal(u->cval().f, u->dtype) : int_literal(u->cval().i, u->dtype);
+        set_expr(u, is_float(u->dtype) ? float_literal(u->cval().f, u->dtype) : int_literal(u->cval().i, u->dtype));
         return;
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
         std::string n = "data" + std::to_string(pa.slot);
         std::string t = stype(u->dtype.elem());
-        std::string cq = written_.contains(u) ? "" : "const ";
+        std::string cq = written_[u->id] ? "" : "const ";
         emit(u, cq + t + "* restrict " + n + " = (" + cq + t + "*)bufs[" + std::to_string(pa.slot) + "];  /* " +
                     std::string(pa.name) + " */");
-        expr_[u] = n;
+        set_expr(u, n);
         return;
       }
       case Op::DEFINE_VAR: {
@@ -280,7 +288,7 @@ class CRenderer {
         if (vn == ".core" || vn == ".cores") {  // the function's own arguments
           std::string arg(vn.substr(1));
           emit(u, "const " + ctype(u->dtype) + " var_" + arg + " = (" + ctype(u->dtype) + ")" + arg + ";");
-          expr_[u] = "var_" + arg;
+          set_expr(u, "var_" + arg);
           return;
         }
         size_t j = 0;
@@ -289,21 +297,21 @@ class CRenderer {
           throw InternalError("render C: variable " + std::string(vn) + " is not a kernel argument");
         std::string n = identifier(vn) ? "var_" + std::string(vn) : "var" + std::to_string(j);
         emit(u, "const " + ctype(u->dtype) + " " + n + " = (" + ctype(u->dtype) + ")vars[" + std::to_string(j) + "];");
-        expr_[u] = n;
+        set_expr(u, n);
         return;
       }
       case Op::BUFFER: {  // an accumulator register
         std::string n = "acc" + std::to_string(u->arg<ParamArg>().slot);
         int64_t size = u->arg<ParamArg>().size;
         emit(u, ctype(u->dtype.elem()) + " " + n + (size > 1 ? "[" + std::to_string(size) + "]" : "") + ";");
-        expr_[u] = n;
+        set_expr(u, n);
         return;
       }
       case Op::RANGE: {
         std::string n = "ridx" + std::to_string(u->arg<RangeArg>().axis);
         std::string t = ctype(u->dtype);
         emit(u, "for (" + t + " " + n + " = 0; " + n + " < " + ex(u->src(0)) + "; " + n + "++) {");
-        expr_[u] = n;
+        set_expr(u, n);
         return;
       }
       case Op::END:
@@ -321,12 +329,12 @@ class CRenderer {
           std::string e = gate.empty() ? addr : gate + " ? " + addr + " : " + zero(u->dtype);
           std::string n = "val" + std::to_string(counter_++);
           emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
-          expr_[u] = n;
+          set_expr(u, n);
           return;
         }
         std::string n = "val" + std::to_string(counter_++);
         emit(u, "const " + ctype(u->dtype) + " " + n + " = " + buffer_of(src) + ";");
-        expr_[u] = n;
+        set_expr(u, n);
         return;
       }
       case Op::STORE: {
@@ -353,7 +361,7 @@ class CRenderer {
         std::string x = from == dtypes::bfloat16 ? "kiln_f32_to_bf16(" + ex(u->src(0)) + ")" : ex(u->src(0));
         emit(u, stype(u->dtype) + " " + n + "; { const " + stype(from) + " from = " + x + "; memcpy(&" + n +
                     ", &from, sizeof " + n + "); }");
-        expr_[u] = u->dtype == dtypes::bfloat16 ? "kiln_bf16_to_f32(" + n + ")" : n;
+        set_expr(u, u->dtype == dtypes::bfloat16 ? "kiln_bf16_to_f32(" + n + ")" : n);
         return;
       }
       default:
@@ -375,10 +383,10 @@ class CRenderer {
   std::string out_;
   int counter_ = 0;
   bool uses_core_ = false;
-  std::unordered_map<const UOp*, int> depth_, uses_;
-  std::unordered_map<const UOp*, const UOp*> user_;
-  std::unordered_map<const UOp*, std::string> expr_;
-  std::unordered_set<const UOp*> written_, needed_;
+  std::vector<int> depth_, uses_;                     // by node id
+  std::vector<const UOp*> user_;                      // by node id: the last user in the program
+  std::vector<std::string> expr_;                     // by node id: how users spell the value
+  std::vector<uint8_t> rendered_, written_, needed_;  // by node id
 };
 
 }  // namespace

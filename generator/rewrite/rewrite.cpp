@@ -42,6 +42,13 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
   return r;
 }
 
+PatternMatcher PatternMatcher::remember_fixed_points() && {
+  static std::atomic<int> next_bit{0};
+  int b = next_bit++;
+  if (b < 8) fixed_bit_ = uint8_t(1u << b);
+  return std::move(*this);
+}
+
 void PatternMatcher::index() {
   OpSet all;
   for (int o = 0; o < kNumOps; ++o) all.add(Op(o));
@@ -117,29 +124,35 @@ struct Entry {
 
 class Rewriter {
  public:
-  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, size_t graph_size)
-      : pm_(pm), ctx_(ctx), opts_(opts) {
-    cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(graph_size) + 100000;
+  // unchanged_below: the caller knows that no rule changes a node created before this id (nor,
+  // as sources are older than their users, anything below it)
+  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
+           uint32_t unchanged_below = 0)
+      : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below) {
+    cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
+    // a pure matcher's rules never read the context; with one given, do not trust the marks
+    fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
   }
   ~Rewriter() {
-    for (uint32_t id : scratch_->touched) {
-      replace_[id] = bpm_cache_[id] = nullptr;
-      stack_mark_[id] = bpm_done_[id] = 0;
-    }
-    scratch_->touched.clear();
+    scratch_->stack.clear();
     scratch_pool().push_back(std::move(scratch_));
   }
   Rewriter(const Rewriter&) = delete;
   Rewriter& operator=(const Rewriter&) = delete;
 
   const UOp* run(const UOp* root) {
-    std::vector<Entry> stack{{root, 0, root}};
+    std::vector<Entry>& stack = scratch_->stack;
+    stack.push_back({root, 0, root});
     mark_on_stack(root);
     while (!stack.empty()) {
       Entry e = stack.back();
       stack.pop_back();
       if (replaced(e.n)) continue;
       if (e.stage == 0) {
+        if (e.n->id < unchanged_below_ || (fixed_bit_ && ctx_of_nodes_.fixed(e.n->id, fixed_bit_))) {
+          finish(e.n, e.n, stack);  // nothing below it can change
+          continue;
+        }
         const UOp* new_n = e.n;
         if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
         stack.push_back({e.n, 1, new_n});
@@ -155,7 +168,7 @@ class Rewriter {
         for (const UOp* x : e.new_n->src()) {
           const UOp* rx = get(x);
           if (rx == nullptr) {
-            waitlist_[x].push_back(e);
+            wait_for(x, e);
             ready = false;
             break;
           }
@@ -166,6 +179,8 @@ class Rewriter {
         if (std::equal(srcs_.begin(), srcs_.end(), e.new_n->src().begin(), e.new_n->src().end())) {
           const UOp* r = opts_.bottom_up ? nullptr : apply(e.new_n);
           if (r == nullptr) {
+            // no rule fires on it (bottom-up: checked before its sources) and its sources are final
+            if (fixed_bit_) ctx_of_nodes_.set_fixed(e.new_n->id, fixed_bit_);
             finish(e.n, e.new_n, stack);
             continue;
           }
@@ -178,7 +193,7 @@ class Rewriter {
       } else {
         const UOp* r = get(e.new_n);
         if (r == nullptr) {
-          waitlist_[e.new_n].push_back(e);
+          wait_for(e.new_n, e);
         } else {
           finish(e.n, r, stack);
         }
@@ -190,34 +205,42 @@ class Rewriter {
   }
 
  private:
-  // Called before every write of the tables below: records the id, so the tables go back to the
-  // pool clean at the cost of what this rewrite touched.
-  void grow(uint32_t id) {
-    scratch_->touched.push_back(id);
-    if (id >= replace_.size()) {
-      size_t n = std::max<size_t>(id + 1, replace_.size() * 2);
-      replace_.resize(n, nullptr);
-      stack_mark_.resize(n, 0);
-      bpm_cache_.resize(n, nullptr);
-      bpm_done_.resize(n, 0);
+  // The per-node state of this rewrite. A slot belongs to this rewrite when its generation is
+  // ours: a new rewrite starts clean without clearing what an earlier one touched.
+  struct Slot;
+  const Slot* peek(const UOp* u) const {
+    return u->id < slots_.size() && slots_[u->id].gen == gen_ ? &slots_[u->id] : nullptr;
+  }
+  Slot& slot(const UOp* u) {
+    if (u->id >= slots_.size()) slots_.resize(std::max<size_t>(u->id + 1, slots_.size() * 2));
+    Slot& s = slots_[u->id];
+    if (s.gen != gen_) {
+      s.gen = gen_;
+      s.on_stack = s.bpm_done = false;
+      s.replace = s.bpm = nullptr;
+      s.waiting.clear();  // not empty only when an earlier rewrite threw
     }
+    return s;
   }
-  bool replaced(const UOp* u) { return get(u) != nullptr; }
-  const UOp* get(const UOp* u) { return u->id < replace_.size() ? replace_[u->id] : nullptr; }
-  bool on_stack(const UOp* u) { return u->id < stack_mark_.size() && stack_mark_[u->id]; }
-  void mark_on_stack(const UOp* u) {
-    grow(u->id);
-    stack_mark_[u->id] = 1;
+  bool replaced(const UOp* u) const { return get(u) != nullptr; }
+  const UOp* get(const UOp* u) const {
+    const Slot* s = peek(u);
+    return s ? s->replace : nullptr;
   }
+  bool on_stack(const UOp* u) const {
+    const Slot* s = peek(u);
+    return s && s->on_stack;
+  }
+  void mark_on_stack(const UOp* u) { slot(u).on_stack = true; }
   void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
-    grow(n->id);
-    replace_[n->id] = r;
-    if (waitlist_.empty()) return;  // the common case: nobody waits
-    if (auto it = waitlist_.find(n); it != waitlist_.end()) {
-      for (const Entry& w : it->second) stack.push_back(w);
-      waitlist_.erase(it);
-    }
+    Slot& s = slot(n);
+    s.replace = r;
+    if (s.waiting.empty()) return;  // the common case: nobody waits
+    stack.insert(stack.end(), s.waiting.begin(), s.waiting.end());
+    s.waiting.clear();
   }
+  // `e` continues once `x` is final
+  void wait_for(const UOp* x, const Entry& e) { slot(x).waiting.push_back(e); }
 
   const UOp* apply(const UOp* u) {
     const UOp* r = pm_.rewrite(u, ctx_);
@@ -231,15 +254,14 @@ class Rewriter {
   const UOp* bottom_up_fixed_point(const UOp* n) {
     const UOp* cur = n;
     while (true) {
-      grow(cur->id);
       const UOp* next;
-      if (bpm_done_[cur->id]) {
-        next = bpm_cache_[cur->id];
+      if (const Slot* s = peek(cur); s && s->bpm_done) {
+        next = s->bpm;
       } else {
         next = apply(cur);
-        grow(cur->id);
-        bpm_done_[cur->id] = 1;
-        bpm_cache_[cur->id] = next;
+        Slot& t = slot(cur);  // after apply: a nested rewrite may have grown the context
+        t.bpm_done = true;
+        t.bpm = next;
       }
       if (next == nullptr) return cur;
       cur = next;
@@ -260,13 +282,24 @@ class Rewriter {
   const PatternMatcher& pm_;
   void* ctx_;
   RewriteOptions opts_;
+  Context& ctx_of_nodes_;
+  uint32_t unchanged_below_;
+  uint8_t fixed_bit_ = 0;
   uint64_t cap_ = 0, count_ = 0;
   // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
   // another set), so a small rewrite in a large Context does not pay for the Context's size.
+  struct Slot {
+    uint32_t gen = 0;
+    bool on_stack = false, bpm_done = false;
+    const UOp* replace = nullptr;  // the final result
+    const UOp* bpm = nullptr;      // bottom-up: what one application of the rules gives
+    std::vector<Entry> waiting;    // the entries that wait for this node to be final
+  };
   struct Scratch {
-    std::vector<const UOp*> replace, bpm_cache;
-    std::vector<uint8_t> stack_mark, bpm_done;
-    std::vector<uint32_t> touched;
+    std::vector<Slot> slots;
+    uint32_t gen = 0;
+    std::vector<Entry> stack;
+    std::vector<const UOp*> srcs;
   };
   static std::vector<std::unique_ptr<Scratch>>& scratch_pool() {
     thread_local std::vector<std::unique_ptr<Scratch>> pool;
@@ -274,18 +307,23 @@ class Rewriter {
   }
   static std::unique_ptr<Scratch> take_scratch() {
     auto& pool = scratch_pool();
-    if (pool.empty()) return std::make_unique<Scratch>();
-    std::unique_ptr<Scratch> s = std::move(pool.back());
-    pool.pop_back();
+    std::unique_ptr<Scratch> s;
+    if (pool.empty()) {
+      s = std::make_unique<Scratch>();
+    } else {
+      s = std::move(pool.back());
+      pool.pop_back();
+    }
+    if (++s->gen == 0) {  // wrapped: forget every generation
+      for (Slot& sl : s->slots) sl.gen = 0;
+      s->gen = 1;
+    }
     return s;
   }
   std::unique_ptr<Scratch> scratch_ = take_scratch();
-  std::vector<const UOp*>& replace_ = scratch_->replace;
-  std::vector<const UOp*>& bpm_cache_ = scratch_->bpm_cache;
-  std::vector<uint8_t>& stack_mark_ = scratch_->stack_mark;
-  std::vector<uint8_t>& bpm_done_ = scratch_->bpm_done;
-  std::vector<const UOp*> srcs_;
-  std::unordered_map<const UOp*, std::vector<Entry>> waitlist_;
+  std::vector<Slot>& slots_ = scratch_->slots;
+  const uint32_t gen_ = scratch_->gen;
+  std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};
   size_t nrecent_ = 0;
 };
@@ -293,7 +331,7 @@ class Rewriter {
 }  // namespace
 
 const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, RewriteOptions opts) {
-  return Rewriter(pm, ctx, opts, root->ctx().size()).run(root);
+  return Rewriter(pm, ctx, opts, root->ctx()).run(root);
 }
 
 const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
@@ -306,7 +344,10 @@ const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, cons
   RewriteOptions o;
   o.bottom_up = true;
   o.name = "substitute";
-  return graph_rewrite(root, pm, const_cast<void*>(static_cast<const void*>(&map)), o);
+  // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
+  uint32_t oldest_key = UINT32_MAX;
+  for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
+  return Rewriter(pm, const_cast<void*>(static_cast<const void*>(&map)), o, root->ctx(), oldest_key).run(root);
 }
 
 }  // namespace kiln

@@ -53,8 +53,17 @@ class PatternMatcher {
   std::string stats() const;               // per-rule tries/hits, when stats are on
   void reset_stats() const;
 
+  // Declares the matcher pure: every rule's result depends only on the node it matched (no
+  // graph_rewrite context, no outside state). graph_rewrite then remembers, in the Context, the
+  // nodes no rule changes (with their whole graphs) and skips them in later rewrites with this
+  // matcher: the index math every symbolic pass and every nested simplify() meets again.
+  // At most 8 matchers in a process; past that a matcher is just not remembered.
+  PatternMatcher remember_fixed_points() &&;
+  uint8_t fixed_bit() const { return fixed_bit_; }  // 0: not remembered
+
  private:
   void index();
+  uint8_t fixed_bit_ = 0;
   std::vector<std::shared_ptr<const Rule>> rules_;
   std::vector<std::vector<uint32_t>> by_op_;  // rule indices per root op
   mutable const Rule* last_ = nullptr;

@@ -192,7 +192,8 @@ PatternMatcher make_cast_weak() {
 }  // namespace
 
 const PatternMatcher& sym() {
-  static const PatternMatcher pm = symbolic() + pm_simplify_valid() + make_sym_rules() + make_clean_up_group_sink();
+  static const PatternMatcher pm =
+      (symbolic() + pm_simplify_valid() + make_sym_rules() + make_clean_up_group_sink()).remember_fixed_points();
   return pm;
 }
 

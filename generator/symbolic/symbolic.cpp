@@ -326,7 +326,8 @@ const PatternMatcher& commutative() {
 }
 
 const PatternMatcher& symbolic() {
-  static const PatternMatcher pm = symbolic_simple() + commutative() + make_symbolic() + div_and_mod_symbolic();
+  static const PatternMatcher pm =
+      (symbolic_simple() + commutative() + make_symbolic() + div_and_mod_symbolic()).remember_fixed_points();
   return pm;
 }
 

@@ -178,6 +178,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
           if (dumped(stage)) dump(stage, kiln::print_graph(s));
         };
         kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
+        // only when asked: print() spells a node as a tree, exponential in the depth of a shared DAG
         if (dumped("linearize")) {
           std::string lin;
           for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";

@@ -46,30 +46,37 @@ const UOp* index_math(const UOp* u) {
   return u->ctx().make(Op::SINK, dtypes::void_, roots);
 }
 
+bool lists(std::span<const UOp* const> rs, const UOp* r) { return std::find(rs.begin(), rs.end(), r) != rs.end(); }
+
 const UOp* merge_adjacent(const Match& m) {
   const UOp* u = m.root;
   if (u->nsrc() < 3 || !is_range_list(u)) return nullptr;
-  // the ranges of every reduction inside: two ranges merge only if each reduces over both or neither
-  std::vector<std::vector<const UOp*>> reduces;
-  for (const UOp* x : toposort(u->src(0)))
-    if (x->op == Op::REDUCE) reduces.emplace_back(x->src().begin() + 1, x->src().end());
-  auto same_reduces = [&](const UOp* a, const UOp* b) {
-    for (const auto& rs : reduces)
-      if ((std::find(rs.begin(), rs.end(), a) != rs.end()) != (std::find(rs.begin(), rs.end(), b) != rs.end()))
-        return false;
-    return true;
-  };
   const UOp* cur = u;
   int64_t divmods = count_divmod(index_math(cur));
-  // an END's loops nest in list order: only neighbours merge. A REDUCE's order is free: any pair.
   for (bool again = true; again;) {
     again = false;
+    // two ranges merge only if every reduction inside reduces over both or neither, and every
+    // index uses both or neither (one alone would be divided out of the merged range)
+    std::vector<std::vector<const UOp*>> groups;
+    for (const UOp* x : toposort(cur->src(0)))
+      if (x->op == Op::REDUCE) groups.emplace_back(x->src().begin() + 1, x->src().end());
+    for (const UOp* root : index_math(cur)->src()) {
+      groups.emplace_back();
+      for (const UOp* x : toposort(root))
+        if (x->op == Op::RANGE) groups.back().push_back(x);
+    }
+    auto together = [&](const UOp* a, const UOp* b) {
+      for (const auto& g : groups)
+        if (lists(g, a) != lists(g, b)) return false;
+      return true;
+    };
+    // an END's loops nest in list order: only neighbours merge. A REDUCE's order is free: any pair.
     auto rs = cur->src().subspan(1);
     for (size_t i = 0; i < rs.size() && !again; i++) {
       for (size_t j = 0; j < rs.size() && !again; j++) {
         if (i == j || (u->op == Op::END && j != i + 1)) continue;
         const UOp *r0 = rs[i], *r1 = rs[j];
-        if (r0->arg<RangeArg>().type != r1->arg<RangeArg>().type || !same_reduces(r0, r1)) continue;
+        if (r0->arg<RangeArg>().type != r1->arg<RangeArg>().type || !together(r0, r1)) continue;
         auto with = merged(r0, r1);
         const UOp* index = graph_rewrite(replace_ranges(index_math(cur), with), sym());
         if (int64_t n = count_divmod(index); n <= divmods) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generator/frontend/tensor.h"
+#include "tests/unit/oracle.h"
 
 namespace kiln::testing_programs {
 
@@ -34,6 +35,30 @@ inline std::vector<double> random_input(DType d, size_t n, std::mt19937_64& rng)
     }
   }
   return v;
+}
+
+// A test's tensor program in the making: its context and inputs, in the order of their slots.
+struct ProgramInputs {
+  Context ctx;
+  std::vector<Tensor> ins;
+  int programs = 0;  // programs scheduled so far (their kernels' name prefixes)
+  Tensor input(std::string_view name, std::vector<Dim> dims, DType d = dtypes::float32) {
+    ins.push_back(Tensor::input(ctx, name, d, dims));
+    return ins.back();
+  }
+};
+
+// Random inputs for the tensors `ins` at the shapes b.vars gives them, also bound in `b`.
+inline std::vector<std::vector<double>> random_inputs(const std::vector<Tensor>& ins, oracle::Bindings& b,
+                                                      std::mt19937_64& rng) {
+  std::vector<std::vector<double>> inputs;
+  for (const Tensor& t : ins) {
+    size_t n = 1;
+    for (int64_t d : oracle::eval_shape(t.shape(), b)) n *= size_t(d);
+    inputs.push_back(random_input(t.dtype(), n, rng));
+    b.inputs[t.uop()->arg<ParamArg>().slot] = inputs.back();
+  }
+  return inputs;
 }
 
 class RandomProgram {

@@ -42,12 +42,7 @@ oracle::Bindings bind(const std::vector<Tensor>& ins, const std::map<std::string
   std::mt19937_64 rng(seed);
   oracle::Bindings b;
   b.vars = vars;
-  for (const Tensor& t : ins) {
-    size_t n = 1;
-    for (int64_t d : oracle::eval_shape(t.shape(), b)) n *= size_t(d);
-    inputs.push_back(random_input(t.dtype(), n, rng));
-    b.inputs[t.uop()->arg<ParamArg>().slot] = inputs.back();
-  }
+  inputs = random_inputs(ins, b, rng);
   return b;
 }
 
@@ -76,14 +71,7 @@ std::string compare(const Program& p, const crun::Library& lib, const std::map<s
   return "";
 }
 
-struct CodegenTest : ::testing::Test {
-  Context ctx;
-  std::vector<Tensor> ins;
-  int programs = 0;
-  Tensor input(std::string_view name, std::vector<Dim> dims, DType d = dtypes::float32) {
-    ins.push_back(Tensor::input(ctx, name, d, dims));
-    return ins.back();
-  }
+struct CodegenTest : ::testing::Test, ProgramInputs {
   // compiles once, runs at every binding of the vars
   void expect_matches(const std::vector<Tensor>& outs,
                       const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {

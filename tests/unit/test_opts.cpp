@@ -63,16 +63,7 @@ std::vector<int> loop_axes(const std::string& c) {
   return axes;
 }
 
-struct OptsTest : ::testing::Test {
-  Context ctx;
-  std::vector<Tensor> ins;
-  int programs = 0;
-
-  Tensor input(std::string_view name, std::vector<Dim> dims, DType d = dtypes::float32) {
-    ins.push_back(Tensor::input(ctx, name, d, dims));
-    return ins.back();
-  }
-
+struct OptsTest : ::testing::Test, ProgramInputs {
   schedule::Schedule schedule_of(const std::vector<Tensor>& outs) {
     return schedule::schedule(ins, outs, "p" + std::to_string(programs++));
   }
@@ -111,13 +102,7 @@ struct OptsTest : ::testing::Test {
       std::mt19937_64 rng(7);
       oracle::Bindings b;
       b.vars = vars;
-      std::vector<std::vector<double>> inputs;
-      for (const Tensor& t : ins) {
-        size_t n = 1;
-        for (int64_t d : oracle::eval_shape(t.shape(), b)) n *= size_t(d);
-        inputs.push_back(random_input(t.dtype(), n, rng));
-        b.inputs[t.uop()->arg<ParamArg>().slot] = inputs.back();
-      }
+      std::vector<std::vector<double>> inputs = random_inputs(ins, b, rng);
       std::vector<interp::Output> want = interp::run_schedule(plain, vars, inputs);
       std::vector<interp::Output> got = interp::run_schedule(changed, vars, inputs);
       // the lowered kernels as linear programs: like C, they load before they know what is kept,

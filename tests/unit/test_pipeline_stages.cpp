@@ -229,12 +229,7 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
     std::mt19937_64 rng(uint64_t(seed) * 7919 + 1);
     oracle::Bindings b;
     b.vars = vars;
-    std::vector<std::vector<double>> inputs;
-    for (const Tensor& t : ins) {
-      size_t n = 1;
-      for (int64_t d : oracle::eval_shape(t.shape(), b)) n *= size_t(d);
-      inputs.push_back(random_input(t.dtype(), n, rng));
-    }
+    std::vector<std::vector<double>> inputs = random_inputs(ins, b, rng);
 
     // stages[k][i]: kernel k's sink after stage i
     std::vector<std::vector<const UOp*>> stages(s.kernels.size());

@@ -28,14 +28,7 @@ std::string run_and_compare(const std::vector<Tensor>& ins, const std::vector<Te
   std::mt19937_64 rng(seed);
   oracle::Bindings b;
   b.vars = vars;
-  std::vector<std::vector<double>> inputs;
-  for (const Tensor& t : ins) {
-    auto shape = oracle::eval_shape(t.shape(), b);
-    size_t n = 1;
-    for (int64_t d : shape) n *= size_t(d);
-    inputs.push_back(random_input(t.dtype(), n, rng));
-    b.inputs[t.uop()->arg<ParamArg>().slot] = inputs.back();
-  }
+  std::vector<std::vector<double>> inputs = random_inputs(ins, b, rng);
   schedule::Schedule s = schedule::schedule(ins, outs, "p");
   if (kernels) *kernels = s.kernels.size();
   std::vector<interp::Output> got;

@@ -20,39 +20,34 @@ const UOp* clone_range(const UOp* r, int32_t axis) {
   return r->ctx().make(Op::RANGE, r->dtype, r->src(), a);
 }
 
-namespace {
-
-const UOp* replace_range_lists(const Match& m, void* vctx) {
-  const UOp* u = m.root;
-  const auto& by_expr = *static_cast<std::unordered_map<const UOp*, const RangeReplacement*>*>(vctx);
-  std::vector<const UOp*> src{u->src(0)};
-  bool changed = false;
-  for (const UOp* s : u->src().subspan(1)) {
-    auto it = by_expr.find(s);
-    if (it == by_expr.end()) {
-      src.push_back(s);
+const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with) {
+  // one pass, sources first
+  std::vector<const UOp*> order = toposort(sink);
+  std::unordered_map<const UOp*, const UOp*> done;
+  done.reserve(order.size());
+  std::vector<const UOp*> src;
+  for (const UOp* u : order) {
+    if (auto it = with.find(u); it != with.end()) {
+      done.emplace(u, it->second.expr);
       continue;
     }
-    for (const UOp* p : it->second->pieces)
-      if (std::find(src.begin() + 1, src.end(), p) == src.end()) src.push_back(p);
-    changed = true;
+    src.clear();
+    bool changed = false, lists_ranges = u->op == Op::END || u->op == Op::REDUCE;
+    for (size_t i = 0; i < u->nsrc(); ++i) {
+      const UOp* s = u->src(i);
+      auto it = lists_ranges && i > 0 ? with.find(s) : with.end();
+      if (it == with.end()) {
+        src.push_back(done.at(s));
+        changed |= src.back() != s;
+        continue;
+      }
+      for (const UOp* p : it->second.pieces)
+        if (std::find(src.begin() + 1, src.end(), p) == src.end()) src.push_back(p);
+      changed = true;
+    }
+    done.emplace(u, changed ? u->with_src(src) : u);
   }
-  return changed ? u->with_src(src) : nullptr;
-}
-
-}  // namespace
-
-const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with) {
-  std::unordered_map<const UOp*, const UOp*> exprs;
-  std::unordered_map<const UOp*, const RangeReplacement*> by_expr;
-  for (const auto& [r, rep] : with) {
-    exprs[r] = rep.expr;
-    by_expr[rep.expr] = &rep;
-  }
-  static const PatternMatcher pm({Rule(UPat::op({Op::END, Op::REDUCE}).allow_any_len(), replace_range_lists)});
-  RewriteOptions o;
-  o.name = "replace ranges";
-  return graph_rewrite(substitute(sink, exprs), pm, &by_expr, o);
+  return done.at(sink);
 }
 
 const PatternMatcher& pm_split_ends() {

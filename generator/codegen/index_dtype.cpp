@@ -2,39 +2,40 @@
 // all fit in int32 (range analysis over the dims' declared bounds) computes them in int32,
 // otherwise in int64; one width per kernel, so no index expression mixes widths.
 #include <limits>
+#include <unordered_map>
 
 #include "generator/codegen/passes.h"
 
 namespace kiln::codegen {
 
-namespace {
-
-struct IndexWidth {
-  DType to;
-};
-
-const UOp* retype(const Match& m, void* vctx) {
-  const UOp* u = m.root;
-  if (u->dtype != dtypes::weakint) return nullptr;
-  DType to = static_cast<IndexWidth*>(vctx)->to;
-  Context& ctx = u->ctx();
-  if (u->op == Op::CONST) return u->is_invalid() ? nullptr : ctx.cint(u->ival(), to);
-  return ctx.make(u->op, to, u->src(), u->arg(), u->tag);
-}
-
-}  // namespace
-
 const UOp* lower_index_dtype(const UOp* sink) {
+  std::vector<const UOp*> order = toposort(sink);
   bool fits = true;
-  for (const UOp* u : toposort(sink)) {
+  for (const UOp* u : order) {
     if (u->dtype != dtypes::weakint || u->is_invalid()) continue;
     fits &= u->vmin().i >= std::numeric_limits<int32_t>::min() && u->vmax().i <= std::numeric_limits<int32_t>::max();
   }
-  IndexWidth w{fits ? DType(dtypes::int32) : DType(dtypes::int64)};
-  static const PatternMatcher pm({Rule(UPat(), retype)});
-  RewriteOptions o;
-  o.name = "lower index dtype";
-  return graph_rewrite(sink, pm, &w, o);
+  DType to = fits ? DType(dtypes::int32) : DType(dtypes::int64);
+  // one pass, sources first: every weakint node (but Invalid) takes the width, the rest their new sources
+  Context& ctx = sink->ctx();
+  std::unordered_map<const UOp*, const UOp*> done;
+  done.reserve(order.size());
+  std::vector<const UOp*> src;
+  for (const UOp* u : order) {
+    src.clear();
+    bool changed = false;
+    for (const UOp* s : u->src()) {
+      src.push_back(done.at(s));
+      changed |= src.back() != s;
+    }
+    const UOp* r = u;
+    if (u->dtype == dtypes::weakint && !u->is_invalid())
+      r = u->op == Op::CONST ? ctx.cint(u->ival(), to) : ctx.make(u->op, to, src, u->arg(), u->tag);
+    else if (changed)
+      r = u->with_src(src);
+    done.emplace(u, r);
+  }
+  return done.at(sink);
 }
 
 }  // namespace kiln::codegen

@@ -4,10 +4,12 @@
 // GB/s counters of a kiln row with its baseline row; the ratios are what matters on these noisy machines.
 //   Kernels/sgemm/{kiln,openblas}/N        N x N x N single precision matmul
 //   Kernels/fma_relu/{kiln,plain_c}        relu(a*b+c) over 16M floats
-//   Kernels/sum/{kiln,plain_c}             the sum of 16M floats
+//   Kernels/sum/{kiln,plain_c}             the sum of 16M floats (kiln: a symbolic length, one kernel)
+//   Kernels/sum/kiln_fixed_length          the same at a fixed length: partial sums the cores share
 //   Kernels/softmax/{kiln,onednn,plain_c}   softmax over the rows of 4096 x 4096
 //   Kernels/layernorm/{kiln,onednn,plain_c} layernorm over the rows of 4096 x 4096
-// Run: kiln_bench --benchmark_filter=Kernels --benchmark_min_time=0.5
+// Times are wall-clock (UseRealTime): with several threads, the main thread's CPU time is not the
+// time a call takes. Run: kiln_bench --benchmark_filter=Kernels --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -32,6 +34,8 @@ void sgemm1024_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t c
 void sgemm2048_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void fma_relu_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void total_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
+void total16m_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // parts, x
+void total16m_1(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // s, parts
 void softmax_rows_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void layernorm_rows_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 // bench/baselines.c
@@ -98,7 +102,8 @@ BENCHMARK(BM_SgemmOpenBLAS)
     ->Name("Kernels/sgemm/openblas")
     ->ArgsProduct({{1024, 2048}, {1, 2}})
     ->ArgNames({"n", "threads"})
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 #endif
 
 void BM_SgemmPlainC(benchmark::State& state) {
@@ -135,6 +140,24 @@ void BM_Sum(benchmark::State& state, bool kiln) {
       run_on(threads, total_0, bufs, vars);
     else
       s = baseline_sum(x.data(), kBig);
+    benchmark::DoNotOptimize(s);
+  }
+  gbytes(state, 4.0 * double(kBig));
+}
+
+// the fixed-length sum: its two kernels in order, the first shared among the cores (the 256 partial
+// sums live in what would be the workspace)
+void BM_SumSplit(benchmark::State& state) {
+  int threads = int(state.range(0));
+  auto x = random_floats(size_t(kBig), 1);
+  std::vector<float> parts(256);
+  float s = 0;
+  void* first[] = {parts.data(), x.data()};
+  void* second[] = {&s, parts.data()};
+  int64_t vars[] = {1, 1, 1, kBig};
+  for (auto _ : state) {
+    run_on(threads, total16m_0, first, vars);
+    run_on(threads, total16m_1, second, vars);
     benchmark::DoNotOptimize(s);
   }
   gbytes(state, 4.0 * double(kBig));
@@ -186,64 +209,82 @@ BENCHMARK_CAPTURE(BM_RowsDnnl, softmax, true)
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_RowsDnnl, layernorm, false)
     ->Name("Kernels/layernorm/onednn")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 #endif
 
 BENCHMARK(BM_SgemmKiln)
     ->Name("Kernels/sgemm/kiln")
     ->ArgsProduct({{1024, 2048}, {1, 2}})
     ->ArgNames({"n", "threads"})
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SgemmPlainC)->Name("Kernels/sgemm/plain_c")->Arg(1024)->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SgemmPlainC)->Name("Kernels/sgemm/plain_c")->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_FmaRelu, kiln, true)
     ->Name("Kernels/fma_relu/kiln")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_FmaRelu, plain_c, false)
     ->Name("Kernels/fma_relu/plain_c")
     ->ArgName("threads")
     ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, kiln, true)
     ->Name("Kernels/sum/kiln")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SumSplit)
+    ->Name("Kernels/sum/kiln_fixed_length")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, plain_c, false)
     ->Name("Kernels/sum/plain_c")
     ->ArgName("threads")
     ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Rows, softmax_kiln, softmax_rows_0, nullptr)
     ->Name("Kernels/softmax/kiln")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Rows, softmax_plain_c, nullptr, baseline_softmax_rows)
     ->Name("Kernels/softmax/plain_c")
     ->ArgName("threads")
     ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Rows, layernorm_kiln, layernorm_rows_0, nullptr)
     ->Name("Kernels/layernorm/kiln")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Rows, layernorm_plain_c, nullptr, baseline_layernorm_rows)
     ->Name("Kernels/layernorm/plain_c")
     ->ArgName("threads")
     ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "generator/frontend/shape.h"
 #include "generator/ir/text.h"
+#include "generator/schedule/split_reduce.h"
 #include "generator/schedule/workspace.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -443,7 +444,8 @@ class Scheduler {
 Schedule schedule(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view name,
                   std::span<const std::string> output_names) {
   if (outputs.empty()) throw ShapeError("schedule: expected at least one output");
-  Scheduler s(inputs, outputs, name);
+  std::vector<Tensor> split = split_total_reductions(outputs);  // so the cores can share them
+  Scheduler s(inputs, split, name);
   s.output_names_.assign(output_names.begin(), output_names.end());
   return s.run();
 }

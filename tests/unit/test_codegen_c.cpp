@@ -550,3 +550,19 @@ TEST_F(CodegenTest, SoftmaxComputesEachExpOnce) {
   expect_matches({x.softmax(-1), x.log_softmax(-1), (x.exp() - x.exp().sum({1}, true)).sin()}, at);
   expect_matches({h.softmax(-1), v.softmax(-1)}, {{{"N", 7}}});
 }
+
+TEST_F(CodegenTest, LongReductionsToOneValueAreSharedAmongTheCores) {
+  // 2^17 + 3 elements: 256 parts of 513 (the last padded with the identity), then the parts
+  Tensor x = input("x", {(1 << 17) + 3}), m = input("m", {64, 2048});
+  std::vector<Tensor> outs{x.sum({0}), x.max({0}), m.sum(), (m * m).max({0, 1}, true)};
+  for (const Tensor& out : outs) {
+    std::vector<Tensor> one{out};
+    schedule::Schedule s = schedule::schedule(ins, one, "r");
+    ASSERT_EQ(s.kernels.size(), 2u) << schedule::describe(s);
+    std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
+    EXPECT_EQ(c.find("if (core != 0) return;"), std::string::npos) << c;  // the parts: every core's share
+  }
+  std::vector<Tensor> small{input("y", {1000}).sum({0})};
+  EXPECT_EQ(schedule::schedule(ins, small, "s").kernels.size(), 1u);  // short: one kernel
+  expect_matches(outs);
+}

@@ -297,10 +297,16 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   const UOp* lanes = ctx.make(Op::REDUCE, red->dtype, {inner, lane}, red->arg());
   if (whole) return lanes;
   // the n % width steps past the last full row, reduced on their own and combined with the rest
-  const UOp* rest =
-      ctx.make(Op::RANGE, k->dtype, {simplify(Expr(n) % ls.width)}, RangeArg{ls.next_axis++, AxisType::Reduce, 0});
-  const UOp* tail =
-      ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, rows * ls.width + rest}}), rest}, red->arg());
+  // (one step is no loop)
+  const UOp* left = simplify(Expr(n) % ls.width);
+  const UOp* tail = nullptr;
+  if (left->op == Op::CONST && left->ival() == 1) {
+    tail = substitute(red->src(0), {{k, rows * ls.width}});
+    if (tail->dtype != red->dtype) tail = ctx.make(Op::CAST, red->dtype, {tail});
+  } else {
+    const UOp* rest = ctx.make(Op::RANGE, k->dtype, {left}, RangeArg{ls.next_axis++, AxisType::Reduce, 0});
+    tail = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, rows * ls.width + rest}}), rest}, red->arg());
+  }
   return ctx.make(red->arg<ReduceArg>().op, red->dtype, {lanes, tail});
 }
 
@@ -343,6 +349,25 @@ bool shares_reads_across(const UOp* sink, const UOp* row) {
     }
   }
   return false;
+}
+
+// every read inside a reduction that moves with `r` moves forward by 1 to 4 elements: lanes over r
+// then read (nearly) consecutive elements (a matmul's B along its columns, a pooling window with
+// stride 2), not one stream per lane (partial sums over parts far apart)
+bool reads_consecutive_along(const UOp* sink, const UOp* r) {
+  int32_t axis = first_free_axis(sink);  // r's stand-in, for r + 1 (a node cannot contain itself)
+  for (const UOp* red : toposort(sink)) {
+    if (red->op != Op::REDUCE) continue;
+    for (const UOp* u : toposort(red->src(0))) {
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || !depends_on(u->src(1), r)) continue;
+      const UOp* addr = u->src(1);
+      if (addr->op == Op::WHERE && addr->src(2)->is_invalid()) addr = addr->src(1);
+      const UOp* next = substitute(addr, {{r, Expr(clone_range(r, axis)) + 1}});
+      const UOp* step = simplify(Expr(next) - Expr(substitute(addr, {{r, clone_range(r, axis)}})));
+      if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -409,6 +434,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
   if (!nest && !scalar) return applied;
   std::vector<const UOp*> axes;
   if (nest) axes.assign(sink->src(0)->src().begin() + 1, sink->src(0)->src().end());
+  bool rows_share = !axes.empty() && shares_reads_across(sink, axes[0]);  // before any opt renames it
   auto try_opt = [&](const UOp* r, Opt::Kind kind, std::initializer_list<int64_t> amounts) {
     for (int64_t amt : amounts) {
       Opt o{kind, r->arg<RangeArg>().axis, amt};
@@ -423,7 +449,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
     // softmax's exp, once per element: stored in the output row, summed from there, scaled there
     if (const UOp* s = store_shared_term(sink)) sink = s;
     // lanes of columns (4 AVX-512 vectors of floats at most), then unrolled rows
-    if (!axes.empty()) try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
+    if (!axes.empty() && reads_consecutive_along(sink, axes.back()))
+      try_opt(axes.back(), Opt::Kind::Lane, {64, 32, 16, 8, 4});
     // unrolled rows pay only where they share a read: a load inside the reduction that the row
     // does not change (B of a matmul, the weights of a convolution). Rows that share nothing
     // (softmax, layernorm) would only widen the working set.
@@ -436,8 +463,10 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
     applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
   }
   if (!reduces) return applied;
-  // long reductions in blocks, so a block of the operands stays in cache across output tiles
-  if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
+  // long reductions in blocks, so a block of the operands stays in cache across output tiles (only
+  // where output rows share an operand)
+  if (rows_share)
+    if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
   // reductions that no output lane vectorizes: 64 partial results side by side (4 AVX-512 registers)
   sink = split_reduce_lanes(sink, 64);
   return applied;

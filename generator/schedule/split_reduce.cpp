@@ -1,0 +1,68 @@
+// Splitting reductions to one value so the cores can share them: a kernel is shared among the
+// cores by its outermost output loop, and a reduction to a single value has none. A long one
+// (of a constant 2^16 elements or more) becomes two: kParts partial results, each over a contiguous
+// part of the input (padded with the reduction's identity to kParts parts of equal length), then
+// the reduction of the parts. The first kernel's output loop over the parts is shared among the
+// cores; the second is short. This reassociates the reduction, as any parallel reduction does.
+#include "generator/schedule/split_reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "generator/frontend/shape.h"
+#include "generator/rewrite/rewrite.h"
+
+namespace kiln::schedule {
+
+namespace {
+
+constexpr int64_t kParts = 256;         // more than the cores of any machine kiln targets
+constexpr int64_t kLongEnough = 65536;  // shorter ones are not worth a second kernel
+
+double identity(Op op, DType d) {
+  if (op == Op::ADD) return 0.0;
+  if (op == Op::MUL) return 1.0;
+  if (is_float(d)) return -std::numeric_limits<double>::infinity();
+  return is_bool(d) ? 0.0 : double(int_min(d));
+}
+
+Tensor reduce(const Tensor& t, Op op, const std::vector<int>& axes) {
+  return op == Op::ADD ? t.sum(axes) : op == Op::MUL ? t.prod(axes) : t.max(axes);
+}
+
+// the parts form of a REDUCE to one value, or nullptr when it is not one or is short
+const UOp* split(Context& ctx, const UOp* red) {
+  Op op = red->arg<ReduceArg>().op;
+  if (red->arg<ReduceArg>().horizontal != 0 || (op != Op::ADD && op != Op::MUL && op != Op::MAX)) return nullptr;
+  Tensor out(&ctx, red), x(&ctx, red->src(0));
+  for (const UOp* d : out.shape())
+    if (!dim_is(d, 1)) return nullptr;
+  // a constant length only: a symbolic one would need its padding proven non-negative
+  const UOp* n = dim_product(x.shape());
+  if (n->op != Op::CONST || n->ival() < kLongEnough) return nullptr;
+  int64_t len = (n->ival() + kParts - 1) / kParts, pad = len * kParts - n->ival();  // of each part
+  Tensor flat = x.reshape({n});
+  if (pad != 0) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
+  Tensor parts = reduce(flat.reshape({kParts, len}), op, {1});
+  std::vector<Dim> ones(out.shape().size(), Dim(1));
+  return reduce(parts, op, {0}).reshape(ones).uop();
+}
+
+}  // namespace
+
+std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs) {
+  std::vector<Tensor> result(outputs.begin(), outputs.end());
+  if (outputs.empty()) return result;
+  Context& ctx = outputs[0].ctx();
+  std::vector<const UOp*> roots;
+  for (const Tensor& t : outputs) roots.push_back(t.uop());
+  std::unordered_map<const UOp*, const UOp*> with;
+  for (const UOp* u : toposort(ctx.make(Op::SINK, dtypes::void_, roots)))
+    if (u->op == Op::REDUCE)
+      if (const UOp* s = split(ctx, u)) with[u] = s;
+  if (with.empty()) return result;
+  for (Tensor& t : result) t = Tensor(&ctx, substitute(t.uop(), with));
+  return result;
+}
+
+}  // namespace kiln::schedule

@@ -21,6 +21,8 @@
 // statistics are computed once per row, before the row's outputs). Otherwise the scheduler
 // realizes a buffer: the reduce itself when it is used at several indices or by several kernels,
 // or the node under the movement ops through which the consumer reads it (matmul's expand).
+// A reduction of a constant 2^16 elements or more to one value is first split in two (256
+// partial results, then theirs: split_reduce.h), so the cores can share the first kernel.
 #pragma once
 
 #include <span>

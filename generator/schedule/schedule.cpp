@@ -67,8 +67,12 @@ bool same_without_ones(const Shape& a, const Shape& b) {
 
 class Scheduler {
  public:
-  Scheduler(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view name)
-      : ctx_(outputs.empty() ? inputs[0].ctx() : outputs[0].ctx()), inputs_(inputs), outputs_(outputs), name_(name) {}
+  Scheduler(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view name, ShapeCache& shapes)
+      : ctx_(outputs.empty() ? inputs[0].ctx() : outputs[0].ctx()),
+        inputs_(inputs),
+        outputs_(outputs),
+        name_(name),
+        shapes_(shapes) {}
 
   Schedule run() {
     std::vector<const UOp*> roots;
@@ -422,7 +426,7 @@ class Scheduler {
   Context& ctx_;
   std::span<const Tensor> inputs_, outputs_;
   std::string name_;
-  ShapeCache shapes_;
+  ShapeCache& shapes_;  // shared with split_total_reductions, which ran on the same graph first
   std::vector<const UOp*> order_;
   std::unordered_set<const UOp*> realized_;
   std::unordered_map<const UOp*, int32_t> buffer_of_;
@@ -444,8 +448,9 @@ class Scheduler {
 Schedule schedule(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view name,
                   std::span<const std::string> output_names) {
   if (outputs.empty()) throw ShapeError("schedule: expected at least one output");
-  std::vector<Tensor> split = split_total_reductions(outputs);  // so the cores can share them
-  Scheduler s(inputs, split, name);
+  ShapeCache shapes;
+  std::vector<Tensor> split = split_total_reductions(outputs, shapes);  // so the cores can share them
+  Scheduler s(inputs, split, name, shapes);
   s.output_names_.assign(output_names.begin(), output_names.end());
   return s.run();
 }

@@ -31,26 +31,27 @@ Tensor reduce(const Tensor& t, Op op, const std::vector<int>& axes) {
 }
 
 // the parts form of a REDUCE to one value, or nullptr when it is not one or is short
-const UOp* split(Context& ctx, const UOp* red) {
+const UOp* split(Context& ctx, ShapeCache& shapes, const UOp* red) {
   Op op = red->arg<ReduceArg>().op;
   if (red->arg<ReduceArg>().horizontal != 0 || (op != Op::ADD && op != Op::MUL && op != Op::MAX)) return nullptr;
-  Tensor out(&ctx, red), x(&ctx, red->src(0));
-  for (const UOp* d : out.shape())
+  const Shape& out = shapes.shape_of(red);
+  for (const UOp* d : out)
     if (!dim_is(d, 1)) return nullptr;
   // a constant length only: a symbolic one would need its padding proven non-negative
-  const UOp* n = dim_product(x.shape());
+  const UOp* n = dim_product(shapes.shape_of(red->src(0)));
   if (n->op != Op::CONST || n->ival() < kLongEnough) return nullptr;
+  Tensor x(&ctx, red->src(0));
   int64_t len = (n->ival() + kParts - 1) / kParts, pad = len * kParts - n->ival();  // of each part
   Tensor flat = x.reshape({n});
   if (pad != 0) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
   Tensor parts = reduce(flat.reshape({kParts, len}), op, {1});
-  std::vector<Dim> ones(out.shape().size(), Dim(1));
+  std::vector<Dim> ones(out.size(), Dim(1));
   return reduce(parts, op, {0}).reshape(ones).uop();
 }
 
 }  // namespace
 
-std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs) {
+std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs, ShapeCache& shapes) {
   std::vector<Tensor> result(outputs.begin(), outputs.end());
   if (outputs.empty()) return result;
   Context& ctx = outputs[0].ctx();
@@ -59,7 +60,7 @@ std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs) {
   std::unordered_map<const UOp*, const UOp*> with;
   for (const UOp* u : toposort(ctx.make(Op::SINK, dtypes::void_, roots)))
     if (u->op == Op::REDUCE)
-      if (const UOp* s = split(ctx, u)) with[u] = s;
+      if (const UOp* s = split(ctx, shapes, u)) with[u] = s;
   if (with.empty()) return result;
   for (Tensor& t : result) t = Tensor(&ctx, substitute(t.uop(), with));
   return result;

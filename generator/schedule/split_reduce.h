@@ -5,10 +5,13 @@
 #include <span>
 #include <vector>
 
+#include "generator/frontend/shape.h"
 #include "generator/frontend/tensor.h"
 
 namespace kiln::schedule {
 
-std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs);
+// `shapes`: the shapes of the graph's nodes, kept for the scheduler (nodes never change, so what
+// it holds stays true after the split).
+std::vector<Tensor> split_total_reductions(std::span<const Tensor> outputs, ShapeCache& shapes);
 
 }  // namespace kiln::schedule

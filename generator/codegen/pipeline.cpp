@@ -64,7 +64,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   s = st.done(lower_index_dtype(s), "lower index dtype");                  // int32 where every index value fits
   s = st.rewrite(s, sym(), "final symbolic");                              // folds what the index retyping exposed
   s = st.rewrite(s, pm_decompositions(), "decompositions");                // exp2 without libm: loops over it vectorize
-  // gates stay on the INDEX (WHERE(valid, idx, Invalid)); the renderer guards the access with them
+  s = st.done(check_gates(s), "move gates");  // gates stay on the INDEX, where the renderer guards the access
   s = st.rewrite(s, pm_renderer_rules(), "renderer rules");  // C's / and % where they agree with floor
   s = st.rewrite(s, pm_commit_weak(), "commit weak");        // literals take the dtype of their op
   s = st.done(check_no_barriers(s), "implicit barriers");    // no local memory, so none
@@ -74,11 +74,11 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",      "early movement ops", "split ranges",   "initial symbolic",  "load collapse",
-      "simplify ranges", "apply opts",         "expander",       "post-opt symbolic", "add loads",
-      "remove reduces",  "local buffers",      "gpu dims",       "devectorize",       "memory coalescing",
-      "split ends",      "lower index dtype",  "final symbolic", "decompositions",    "renderer rules",
-      "commit weak",     "implicit barriers",  "linearize"};
+      "kernel ast",      "early movement ops", "split ranges",      "initial symbolic",  "load collapse",
+      "simplify ranges", "apply opts",         "expander",          "post-opt symbolic", "add loads",
+      "remove reduces",  "local buffers",      "gpu dims",          "devectorize",       "memory coalescing",
+      "split ends",      "lower index dtype",  "final symbolic",    "decompositions",    "move gates",
+      "renderer rules",  "commit weak",        "implicit barriers", "linearize"};
   return names;
 }
 

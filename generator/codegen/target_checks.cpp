@@ -10,6 +10,9 @@
 //   memory coalescing: of scalar code that the C compiler vectorizes (bench_kernels measures it),
 //                      so there are no vector loads to split or group.
 //   implicit barriers: with no local memory, no access needs a workgroup barrier.
+//   move gates:        the C renderer guards an access by the gate of its INDEX,
+//                      INDEX(buf, WHERE(valid, i, Invalid)), so gates stay there; the check is
+//                      that Invalid appears nowhere else (it has no value to compute with).
 #include "generator/codegen/passes.h"
 
 namespace kiln::codegen {
@@ -48,6 +51,19 @@ const UOp* check_no_local_buffers(const UOp* sink) {
 const UOp* check_scalar(const UOp* sink, const char* stage) {
   for (const UOp* u : toposort(sink))
     if (u->dtype.count > 1) needs_another_target(stage, u, "has a vector value");
+  return sink;
+}
+
+const UOp* check_gates(const UOp* sink) {
+  auto gated = [](const UOp* w) { return w->op == Op::WHERE && w->src(2)->is_invalid(); };
+  for (const UOp* u : toposort(sink))
+    for (size_t i = 0; i < u->nsrc(); ++i) {
+      const UOp* s = u->src(i);
+      bool address = u->op == Op::INDEX && i == 1;
+      if ((gated(s) && !address) || (s->is_invalid() && !(gated(u) && i == 2)))
+        throw InternalError("stage 'move gates': Invalid outside the address of an INDEX, in " +
+                            std::string(op_name(u->op)));
+    }
   return sink;
 }
 

@@ -143,9 +143,9 @@ check "codegen deterministic" "$(cat "$tmp/k.c")" "$("$kiln" codegen "${specs[@]
 "$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-after "remove reduces" >"$tmp/out" 2>&1
 check "codegen dump-after header" "// ---- gemm_0 after remove reduces" "$(head -1 "$tmp/out")"
 check "codegen dump-after has the accumulators (64 lanes over full rows of K, their sum, the tail of K)" 3 "$(grep -c 'BUFFER:float\*reg' "$tmp/out")"
-check "codegen dump-all dumps every stage" 23 "$("$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-all | grep -c '^// ---- gemm_0 after ')"
+check "codegen dump-all dumps every stage" 24 "$("$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-all | grep -c '^// ---- gemm_0 after ')"
 "$kiln" codegen "$here/specs/ok.kiln" --dump-after nonsense >/dev/null 2>"$tmp/err"
-check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, early movement ops, split ranges, initial symbolic, load collapse, simplify ranges, apply opts, expander, post-opt symbolic, add loads, remove reduces, local buffers, gpu dims, devectorize, memory coalescing, split ends, lower index dtype, final symbolic, decompositions, renderer rules, commit weak, implicit barriers, linearize)" "$? $(cat "$tmp/err")"
+check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, early movement ops, split ranges, initial symbolic, load collapse, simplify ranges, apply opts, expander, post-opt symbolic, add loads, remove reduces, local buffers, gpu dims, devectorize, memory coalescing, split ends, lower index dtype, final symbolic, decompositions, move gates, renderer rules, commit weak, implicit barriers, linearize)" "$? $(cat "$tmp/err")"
 "$kiln" codegen "$here/specs/ok.kiln" --kernel nope >/dev/null 2>"$tmp/err"
 check "codegen unknown kernel" "1 kiln: error: no kernel named 'nope'" "$? $(cat "$tmp/err")"
 "$kiln" codegen "$here/specs/bad_shape.kiln" >"$tmp/out" 2>"$tmp/err"

@@ -467,6 +467,12 @@ TEST(CodegenStages, StagesTheCpuHasNoUseForRefuseWhatNeedsAnotherTarget) {
   const UOp* vec_param = ctx.make(Op::PARAM, dtypes::float32.vec(4).as_ptr(), param->src(), param->arg());
   why = fails_at(substitute(ast, {{param, vec_param}}));
   EXPECT_NE(why.find("vector"), std::string::npos) << why;
+  // an Invalid used as a value, not as the address of an INDEX
+  const UOp* v = ctx.var("v", 0, 9);
+  const UOp* gated = ctx.make(Op::WHERE, dtypes::weakint, {Expr(v) < 5, v, ctx.invalid()});
+  const UOp* read = ctx.make(Op::INDEX, dtypes::float32, {param, gated});
+  EXPECT_NO_THROW(codegen::check_gates(ctx.make(Op::SINK, dtypes::void_, {read})));
+  EXPECT_THROW(codegen::check_gates(ctx.make(Op::SINK, dtypes::void_, {Expr(gated) + 1})), InternalError);
   // a movement op left in the kernel
   const UOp* val = ast->src(0)->src(0)->src(1);
   const UOp* one = ctx.cfloat(1.0, dtypes::float32);

@@ -4,8 +4,7 @@
 // GB/s counters of a kiln row with its baseline row; the ratios are what matters on these noisy machines.
 //   Kernels/sgemm/{kiln,openblas}/N        N x N x N single precision matmul
 //   Kernels/fma_relu/{kiln,plain_c}        relu(a*b+c) over 16M floats
-//   Kernels/sum/{kiln,plain_c}             the sum of 16M floats (kiln: a symbolic length, one kernel)
-//   Kernels/sum/kiln_fixed_length          the same at a fixed length: partial sums the cores share
+//   Kernels/sum/{kiln,plain_c}             the sum of 16M floats
 //   Kernels/softmax/{kiln,onednn,plain_c}   softmax over the rows of 4096 x 4096
 //   Kernels/layernorm/{kiln,onednn,plain_c} layernorm over the rows of 4096 x 4096
 // Times are wall-clock (UseRealTime): with several threads, the main thread's CPU time is not the
@@ -33,9 +32,8 @@ extern "C" {
 void sgemm1024_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void sgemm2048_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void fma_relu_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
-void total_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
-void total16m_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // parts, x
-void total16m_1(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // s, parts
+void total_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // parts, x
+void total_1(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);  // s, parts
 void softmax_rows_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 void layernorm_rows_0(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 // bench/baselines.c
@@ -129,25 +127,9 @@ void BM_FmaRelu(benchmark::State& state, bool kiln) {
   gbytes(state, 16.0 * double(kBig));
 }
 
+// kiln's sum is two kernels, called in order: 256 partial sums (shared among the cores, kept in
+// what would be the workspace), then their sum
 void BM_Sum(benchmark::State& state, bool kiln) {
-  int threads = int(state.range(0));
-  auto x = random_floats(size_t(kBig), 1);
-  float s = 0;
-  void* bufs[] = {&s, x.data()};
-  int64_t vars[] = {1, 1, 1, kBig};
-  for (auto _ : state) {
-    if (kiln)
-      run_on(threads, total_0, bufs, vars);
-    else
-      s = baseline_sum(x.data(), kBig);
-    benchmark::DoNotOptimize(s);
-  }
-  gbytes(state, 4.0 * double(kBig));
-}
-
-// the fixed-length sum: its two kernels in order, the first shared among the cores (the 256 partial
-// sums live in what would be the workspace)
-void BM_SumSplit(benchmark::State& state) {
   int threads = int(state.range(0));
   auto x = random_floats(size_t(kBig), 1);
   std::vector<float> parts(256);
@@ -156,8 +138,12 @@ void BM_SumSplit(benchmark::State& state) {
   void* second[] = {&s, parts.data()};
   int64_t vars[] = {1, 1, 1, kBig};
   for (auto _ : state) {
-    run_on(threads, total16m_0, first, vars);
-    run_on(threads, total16m_1, second, vars);
+    if (kiln) {
+      run_on(threads, total_0, first, vars);
+      run_on(threads, total_1, second, vars);
+    } else {
+      s = baseline_sum(x.data(), kBig);
+    }
     benchmark::DoNotOptimize(s);
   }
   gbytes(state, 4.0 * double(kBig));
@@ -242,13 +228,6 @@ BENCHMARK_CAPTURE(BM_FmaRelu, plain_c, false)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Sum, kiln, true)
     ->Name("Kernels/sum/kiln")
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_SumSplit)
-    ->Name("Kernels/sum/kiln_fixed_length")
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)

@@ -1,6 +1,6 @@
 // Splitting reductions to one value so the cores can share them: a kernel is shared among the
 // cores by its outermost output loop, and a reduction to a single value has none. A long one
-// (of a constant 2^16 elements or more) becomes two: kParts partial results, each over a contiguous
+// (of 2^16 elements or more, at the largest its dims allow) becomes two: kParts partial results, each over a contiguous
 // part of the input (padded with the reduction's identity to kParts parts of equal length), then
 // the reduction of the parts. The first kernel's output loop over the parts is shared among the
 // cores; the second is short. This reassociates the reduction, as any parallel reduction does.
@@ -37,13 +37,15 @@ const UOp* split(Context& ctx, ShapeCache& shapes, const UOp* red) {
   const Shape& out = shapes.shape_of(red);
   for (const UOp* d : out)
     if (!dim_is(d, 1)) return nullptr;
-  // a constant length only: a symbolic one would need its padding proven non-negative
   const UOp* n = dim_product(shapes.shape_of(red->src(0)));
-  if (n->op != Op::CONST || n->ival() < kLongEnough) return nullptr;
+  if (n->vmax().i < kLongEnough) return nullptr;
   Tensor x(&ctx, red->src(0));
-  int64_t len = (n->ival() + kParts - 1) / kParts, pad = len * kParts - n->ival();  // of each part
+  // parts of len elements, the last padded: len * kParts = n + pad, with pad written so that range
+  // analysis sees it is never negative
+  const UOp* len = simplify_dim((Expr(n) + (kParts - 1)) / kParts);
+  const UOp* pad = simplify_dim(Expr(lift(n, kParts - 1)) - (Expr(n) + (kParts - 1)) % kParts);
   Tensor flat = x.reshape({n});
-  if (pad != 0) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
+  if (!dim_is(pad, 0)) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
   Tensor parts = reduce(flat.reshape({kParts, len}), op, {1});
   std::vector<Dim> ones(out.size(), Dim(1));
   return reduce(parts, op, {0}).reshape(ones).uop();

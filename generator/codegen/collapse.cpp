@@ -10,12 +10,6 @@ namespace {
 
 bool is_zero(const UOp* u) { return u->op == Op::CONST && !u->is_invalid() && u->cval().as_double() == 0.0; }
 
-bool depends_on(const UOp* u, const UOp* r) {
-  for (const UOp* x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
-
 // the side of `cmp` that is the range (or a cast of it), and the other side; nullptr if neither
 std::pair<const UOp*, const UOp*> range_and_other(const UOp* cmp, const UOp* r) {
   for (int s = 0; s < 2; s++) {
@@ -23,7 +17,7 @@ std::pair<const UOp*, const UOp*> range_and_other(const UOp* cmp, const UOp* r) 
     // a cast of r that keeps every value of r (one that wraps would match several v)
     if (a->op == Op::CAST && is_int(a->dtype) && a->src(0) == r && a->imin() == r->imin() && a->imax() == r->imax())
       a = r;
-    if (a == r && !depends_on(b, r)) return {a, b};
+    if (a == r && !contains(b, r)) return {a, b};
   }
   return {nullptr, nullptr};
 }
@@ -46,7 +40,7 @@ const UOp* collapse(const Match& m) {
   // every read that depended on r now reads at idx, and only where idx is in range
   std::unordered_map<const UOp*, const UOp*> with{{r, i}};
   for (const UOp* u : toposort(x))
-    if (u->op == Op::INDEX && depends_on(u, r))
+    if (u->op == Op::INDEX && contains(u, r))
       with[u] = gate_index(u->with_src({{u->src(0), substitute(u->src(1), {{r, i}})}}), valid);
   const UOp* zero = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
   return ctx.make(Op::WHERE, red->dtype, {valid, substitute(x, with), zero});

@@ -39,11 +39,11 @@ const PatternMatcher& pm_simplify_ranges();
 
 // Stages with no work on the CPU target (target_checks.cpp): each checks that the kernel has none
 // for it, and throws InternalError naming what needs another target.
-const UOp* check_no_movement_ops(const UOp* sink);            // early movement ops
-const UOp* check_no_local_buffers(const UOp* sink);           // local buffers
-const UOp* check_scalar(const UOp* sink, const char* stage);  // devectorize, memory coalescing
-const UOp* check_gates(const UOp* sink);                      // move gates
-const UOp* check_no_barriers(const UOp* sink);                // implicit barriers
+const UOp* check_no_movement_ops(const UOp* sink);   // early movement ops
+const UOp* check_no_local_buffers(const UOp* sink);  // local buffers
+const UOp* check_scalar(const UOp* sink);            // devectorize (and so memory coalescing: no vectors to group)
+const UOp* check_gates(const UOp* sink);             // move gates
+const UOp* check_no_barriers(const UOp* sink);       // implicit barriers
 
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
 const PatternMatcher& pm_add_loads();

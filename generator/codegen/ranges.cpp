@@ -57,10 +57,11 @@ const UOp* merge_adjacent(const Match& m) {
     again = false;
     // two ranges merge only if every reduction inside reduces over both or neither, and every
     // index uses both or neither (one alone would be divided out of the merged range)
+    const UOp* index = index_math(cur);
     std::vector<std::vector<const UOp*>> groups;
     for (const UOp* x : toposort(cur->src(0)))
       if (x->op == Op::REDUCE) groups.emplace_back(x->src().begin() + 1, x->src().end());
-    for (const UOp* root : index_math(cur)->src()) {
+    for (const UOp* root : index->src()) {
       groups.emplace_back();
       for (const UOp* x : toposort(root))
         if (x->op == Op::RANGE) groups.back().push_back(x);
@@ -78,8 +79,7 @@ const UOp* merge_adjacent(const Match& m) {
         const UOp *r0 = rs[i], *r1 = rs[j];
         if (r0->arg<RangeArg>().type != r1->arg<RangeArg>().type || !together(r0, r1)) continue;
         auto with = merged(r0, r1);
-        const UOp* index = graph_rewrite(replace_ranges(index_math(cur), with), sym());
-        if (int64_t n = count_divmod(index); n <= divmods) {
+        if (int64_t n = count_divmod(graph_rewrite(replace_ranges(index, with), sym())); n <= divmods) {
           cur = graph_rewrite(replace_ranges(cur, with), sym()), divmods = n, again = true;
         }
       }

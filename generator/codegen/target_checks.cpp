@@ -48,9 +48,9 @@ const UOp* check_no_local_buffers(const UOp* sink) {
   return sink;
 }
 
-const UOp* check_scalar(const UOp* sink, const char* stage) {
+const UOp* check_scalar(const UOp* sink) {
   for (const UOp* u : toposort(sink))
-    if (u->dtype.count > 1) needs_another_target(stage, u, "has a vector value");
+    if (u->dtype.count > 1) needs_another_target("devectorize", u, "has a vector value");
   return sink;
 }
 

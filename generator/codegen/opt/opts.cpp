@@ -332,21 +332,31 @@ const UOp* mark_thread_axis(const UOp* sink) {
 
 namespace {
 
-bool depends_on(const UOp* u, const UOp* r) {
-  for (const UOp* x : toposort(u))
-    if (x == r) return true;
-  return false;
-}
-
-// a read of an input, inside a reduction, at an address that varies with the reduction but not with `row`
-bool shares_reads_across(const UOp* sink, const UOp* row) {
+// The reads of inputs inside reductions: each address (its gate dropped) with the reduction's ranges
+struct ReductionRead {
+  const UOp* addr;
+  std::span<const UOp* const> ranges;
+};
+std::vector<ReductionRead> reads_in_reductions(const UOp* sink) {
+  std::vector<ReductionRead> reads;
   for (const UOp* red : toposort(sink)) {
     if (red->op != Op::REDUCE) continue;
     for (const UOp* u : toposort(red->src(0))) {
-      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || depends_on(u->src(1), row)) continue;
-      for (const UOp* r : red->src().subspan(1))
-        if (depends_on(u->src(1), r)) return true;
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM) continue;
+      const UOp* addr = u->src(1);
+      if (addr->op == Op::WHERE && addr->src(2)->is_invalid()) addr = addr->src(1);
+      reads.push_back({addr, red->src().subspan(1)});
     }
+  }
+  return reads;
+}
+
+// a read at an address that varies with its reduction but not with `row`
+bool shares_reads_across(const UOp* sink, const UOp* row) {
+  for (const ReductionRead& rd : reads_in_reductions(sink)) {
+    if (contains(rd.addr, row)) continue;
+    for (const UOp* r : rd.ranges)
+      if (contains(rd.addr, r)) return true;
   }
   return false;
 }
@@ -355,17 +365,12 @@ bool shares_reads_across(const UOp* sink, const UOp* row) {
 // then read (nearly) consecutive elements (a matmul's B along its columns, a pooling window with
 // stride 2), not one stream per lane (partial sums over parts far apart)
 bool reads_consecutive_along(const UOp* sink, const UOp* r) {
-  int32_t axis = first_free_axis(sink);  // r's stand-in, for r + 1 (a node cannot contain itself)
-  for (const UOp* red : toposort(sink)) {
-    if (red->op != Op::REDUCE) continue;
-    for (const UOp* u : toposort(red->src(0))) {
-      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM || !depends_on(u->src(1), r)) continue;
-      const UOp* addr = u->src(1);
-      if (addr->op == Op::WHERE && addr->src(2)->is_invalid()) addr = addr->src(1);
-      const UOp* next = substitute(addr, {{r, Expr(clone_range(r, axis)) + 1}});
-      const UOp* step = simplify(Expr(next) - Expr(substitute(addr, {{r, clone_range(r, axis)}})));
-      if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
-    }
+  const UOp* at = clone_range(r, first_free_axis(sink));  // r's stand-in, for r + 1 (a node cannot contain itself)
+  for (const ReductionRead& rd : reads_in_reductions(sink)) {
+    if (!contains(rd.addr, r)) continue;
+    const UOp* next = substitute(rd.addr, {{r, Expr(at) + 1}});
+    const UOp* step = simplify(Expr(next) - Expr(substitute(rd.addr, {{r, at}})));
+    if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
   }
   return true;
 }

@@ -56,10 +56,11 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  s = st.done(check_no_local_buffers(s), "local buffers");   // none on the CPU
-  s = st.done(add_gpudims(s), "gpu dims");                   // the Thread loop: the calling core's share of it
-  s = st.done(check_scalar(s), "devectorize");               // Lane loops stay loops: the C compiler vectorizes them
-  s = st.done(s, "memory coalescing");                       // so no vector loads to group (devectorize checked)
+  s = st.done(check_no_local_buffers(s), "local buffers");  // none on the CPU
+  s = st.done(add_gpudims(s), "gpu dims");                  // the Thread loop: the calling core's share of it
+  // the IR stays scalar: a Lane loop is the vector, and the C renderer writes it with vector types
+  s = st.done(check_scalar(s), "devectorize");
+  s = st.done(s, "memory coalescing");  // the renderer's: a Lane loop's consecutive elements are one vector access
   s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
   s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
   s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed

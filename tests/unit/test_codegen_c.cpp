@@ -197,12 +197,12 @@ TEST(CodegenOpts, MatmulIsRegisterTiled) {
   EXPECT_EQ(opts[1].str(), "UPCAST(0, 8)");
   EXPECT_EQ(opts[2].str(), "THREAD(0)");  // the 64 / 8 row tiles, shared among the cores
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  // 8 rows of 16 lane accumulators, one loop over K, the lane loops inside it
-  EXPECT_NE(c.find("float acc7[16];"), std::string::npos) << c;
+  // 8 rows of 16 lane accumulators (as vectors), one loop over K, the lane loops inside it
+  EXPECT_NE(c.find("kiln_vf32 acc7[16 / KILN_V32];"), std::string::npos) << c;
   size_t k_loops = 0;
   for (size_t p = c.find("ridx2 < 32"); p != std::string::npos; p = c.find("ridx2 < 32", p + 1)) ++k_loops;
   EXPECT_EQ(k_loops, 1u) << c;
-  size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[ridx5] = (val");
+  size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[ridx5 / KILN_V32] = (val");
   EXPECT_LT(k, lane) << c;
 }
 
@@ -531,8 +531,8 @@ TEST_F(CodegenTest, ReductionsOfSymbolicLengthRunInLanesWithATail) {
   std::vector<Tensor> outs{x.sum({0}, true), x.max({0}, true), (x * x).sum({0})};
   schedule::Schedule s = schedule::schedule(ins, outs, "t");
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  EXPECT_NE(c.find("acc0[64]"), std::string::npos) << c;    // 64 partial sums side by side
-  EXPECT_NE(c.find("var_L % 64"), std::string::npos) << c;  // and the steps past the last 64
+  EXPECT_NE(c.find("acc0[64 / KILN_V32]"), std::string::npos) << c;  // 64 partial sums side by side
+  EXPECT_NE(c.find("var_L % 64"), std::string::npos) << c;           // and the steps past the last 64
   std::vector<std::map<std::string, int64_t>> at;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 1000, 60000}) at.push_back({{"L", n}});
   expect_matches(outs, at);
@@ -579,4 +579,57 @@ TEST_F(CodegenTest, LongReductionsToOneValueAreSharedAmongTheCores) {
   std::vector<std::map<std::string, int64_t>> at;
   for (int64_t n : {1, 2, 255, 256, 257, 1000, 70001}) at.push_back({{"L", n}});
   expect_matches(zs, at);
+}
+
+// ---------------------------------------------------------------- vector types
+
+TEST_F(CodegenTest, ElementwiseLoopsRunAsVectorsWithATail) {
+  const UOp* l = ctx.var("L", 1, 5000);
+  Tensor a = input("a", {l}), b = input("b", {l}), c = input("c", {l});
+  std::vector<Tensor> outs{(a * b + c).relu(), a.exp() * b};
+  schedule::Schedule s = schedule::schedule(ins, outs, "v");
+  std::string src = c_source(s);
+  // 64 lanes as vectors of the compiler's width, then the last L % 64 elements one at a time
+  EXPECT_NE(src.find("+= KILN_V32) {"), std::string::npos) << src;
+  EXPECT_NE(src.find("kiln_store_vf32(&data0["), std::string::npos) << src;
+  EXPECT_NE(src.find("kiln_max_vf32("), std::string::npos) << src;
+  EXPECT_NE(src.find("var_L % 64"), std::string::npos) << src;
+  size_t tail = src.find("var_L % 64"), next = src.find("\nvoid ", tail);
+  EXPECT_EQ(src.substr(tail, next - tail).find("vf32"), std::string::npos) << src;  // the tail is scalar
+  std::vector<std::map<std::string, int64_t>> at;
+  for (int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 5000}) at.push_back({{"L", n}});
+  expect_matches(outs, at);
+}
+
+TEST_F(CodegenTest, VectorLoopsAreRightAtEveryVectorWidth) {
+  // the same C at 16, 32 and 64 bytes a vector (SSE/NEON, AVX, AVX-512 widths), whatever this
+  // compiler targets: the chunks of a Lane loop, accumulators of vectors, masks, selects, the
+  // exp polynomial's bit casts, and reductions over lanes
+  const UOp* n = ctx.var("N", 1, 300);
+  Tensor x = input("x", {6, n}), a = input("a", {16, 40}), b = input("b", {40, 128}),
+         i = input("i", {256}, dtypes::int32);
+  std::vector<Tensor> outs{x.softmax(-1), x.layernorm(-1), a.matmul(b), (i * i + 3).maximum(i), (x > 0.5).where(x, -x)};
+  Program p{ins, outs, schedule::schedule(ins, outs, "w")};
+  std::string src = c_source(p.sched);
+  EXPECT_NE(src.find("kiln_vi32"), std::string::npos) << src;
+  for (const char* bytes : {"-DKILN_VBYTES=16", "-DKILN_VBYTES=32", "-DKILN_VBYTES=64"}) {
+    std::vector<std::string> flags = kStrict;
+    flags.push_back(bytes);
+    flags.push_back("-Wno-psabi");  // vectors wider than the ISA: passed differently, here only between inline helpers
+    crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
+    for (int64_t len : {1, 64, 65, 300})
+      for (int64_t cores : {1, 3})
+        EXPECT_EQ(compare(p, lib, {{"N", len}, {".cores", cores}}, 7), "") << bytes << " N=" << len << "\n" << src;
+  }
+}
+
+TEST_F(CodegenTest, LoopsVectorsCannotExpressStayScalar) {
+  // a transposed read (stride 128), a gated read (padding), float64 next to float32 in one loop:
+  // the renderer keeps these loops scalar, and they still compute the right values
+  Tensor t = input("t", {128, 128}), v = input("v", {200}), d = input("d", {128}, dtypes::float64);
+  std::vector<Tensor> outs{t.transpose(0, 1) + t, v.pad({{3, 5}}) * 2, d.cast(dtypes::float32) + t.sum({0})};
+  Program p{ins, outs, schedule::schedule(ins, outs, "s")};
+  std::string src = c_source(p.sched);
+  crun::Library lib = crun::Library::compile(render::c_preamble() + src, kStrict);
+  EXPECT_EQ(compare(p, lib, {{".cores", 2}}, 5), "") << src;
 }

@@ -3,6 +3,7 @@
 #include "generator/codegen/passes.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -277,8 +278,19 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   const UOp* n = k->src(0);
   if (n->imax() < 2 * ls.width) return nullptr;
   bool whole = n->op == Op::CONST && n->ival() % ls.width == 0;
-  // a lane loop the body is inside of (not one an inner reduction runs over) already vectorizes it
-  auto body = toposort(red->src(0));
+  // a lane loop the body is inside of (not one an inner reduction runs over) already vectorizes it;
+  // what an AFTER waits for is not the body (softmax's sum reads the row a lane loop stored)
+  std::vector<const UOp*> body, stack{red->src(0)};
+  for (std::unordered_set<const UOp*> seen; !stack.empty();) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (!seen.insert(u).second) continue;
+    body.push_back(u);
+    if (u->op == Op::AFTER)
+      stack.push_back(u->src(0));
+    else
+      stack.insert(stack.end(), u->src().begin(), u->src().end());
+  }
   std::unordered_set<const UOp*> bound;
   for (const UOp* u : body)
     if (u->op == Op::REDUCE)
@@ -318,6 +330,83 @@ const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
   RewriteOptions o;
   o.name = "apply opts";
   return graph_rewrite(sink, pm, &ls, o);
+}
+
+namespace {
+
+// how far an address moves when r moves by one (nullopt: not by a constant)
+std::optional<int64_t> step_along(const UOp* addr, const UOp* r, const UOp* at) {
+  const UOp* next = substitute(addr, {{r, Expr(at) + 1}});
+  const UOp* step = simplify(Expr(next) - Expr(substitute(addr, {{r, at}})));
+  if (step->op != Op::CONST) return std::nullopt;
+  return step->ival();
+}
+
+struct StoreLanes {
+  int32_t next_axis;
+};
+
+const UOp* store_lanes(const Match& m, void* vctx) {
+  const UOp* end = m.root;
+  auto& sl = *static_cast<StoreLanes*>(vctx);
+  const UOp* st = end->src(0);
+  const UOp* r = end->src(end->nsrc() - 1);
+  if (st->op != Op::STORE || st->nsrc() != 2 || st->src(0)->op != Op::INDEX || r->op != Op::RANGE) return nullptr;
+  const RangeArg& ra = r->arg<RangeArg>();
+  if ((ra.type != AxisType::Loop && ra.type != AxisType::Thread) || ra.sub >= 0) return nullptr;
+  DType d = st->src(0)->dtype;
+  if (!is_float(d) && !is_int(d)) return nullptr;
+  int size = itemsize(d);
+  if (size != 4 && size != 8) return nullptr;  // the vector element sizes of the C renderer
+  int64_t width = 256 / size;                  // four AVX-512 vectors
+  const UOp* n = r->src(0);
+  if (n->imax() < 2 * width) return nullptr;
+  // the store moves one element along r; every read moves one element or stays; no reductions
+  const UOp* at = clone_range(r, sl.next_axis++);  // r's stand-in, for r + 1
+  const UOp* addr = st->src(0)->src(1);
+  if (addr->op == Op::WHERE) return nullptr;  // a gated store: the renderer keeps such loops scalar
+  if (step_along(addr, r, at) != 1) return nullptr;
+  for (const UOp* u : toposort(st->src(1))) {
+    if (u->op == Op::REDUCE || (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Lane)) return nullptr;
+    if (u->op != Op::INDEX || !contains(u, r)) continue;
+    std::optional<int64_t> step = step_along(u->src(1), r, at);
+    if (step != 1) return nullptr;
+  }
+  Context& ctx = end->ctx();
+  bool whole = n->divides(width) != nullptr;
+  RangeArg outer_arg = ra;
+  outer_arg.sub = 0;  // split: not split again
+  Expr rows = simplify(Expr(n) / width);
+  const UOp* outer = ctx.make(Op::RANGE, r->dtype, {rows}, outer_arg);
+  const UOp* lane =
+      ctx.make(Op::RANGE, r->dtype, {ctx.cint(width, r->dtype)}, RangeArg{sl.next_axis++, AxisType::Lane, 0});
+  auto closed = [&](const UOp* body, std::vector<const UOp*> ranges) {
+    ranges.insert(ranges.begin(), body);
+    return ctx.make(Op::END, dtypes::void_, ranges);
+  };
+  std::vector<const UOp*> outer_loops(end->src().begin() + 1, end->src().end() - 1);
+  const UOp* main_st = substitute(st, {{r, Expr(outer) * width + lane}});
+  if (whole) {
+    outer_loops.insert(outer_loops.end(), {outer, lane});
+    return closed(main_st, outer_loops);
+  }
+  // the n % width elements past the last full row, one at a time (shared among the cores as the
+  // rows are), in the same body of the outer loops
+  const UOp* rest = ctx.make(Op::RANGE, r->dtype, {simplify(Expr(n) % width)}, RangeArg{sl.next_axis++, ra.type, 0});
+  const UOp* both =
+      ctx.make(Op::GROUP, dtypes::void_,
+               {closed(main_st, {outer, lane}), closed(substitute(st, {{r, rows * width + rest}}), {rest})});
+  return outer_loops.empty() ? both : closed(both, outer_loops);
+}
+
+}  // namespace
+
+const UOp* split_store_lanes(const UOp* sink) {
+  StoreLanes sl{first_free_axis(sink)};
+  static const PatternMatcher pm({Rule(UPat::op({Op::END}).allow_any_len(), store_lanes)});
+  RewriteOptions o;
+  o.name = "apply opts";
+  return graph_rewrite(sink, pm, &sl, o);
 }
 
 const UOp* mark_thread_axis(const UOp* sink) {
@@ -467,6 +556,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink) {
     sink = s;
     applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
   }
+  // elementwise loops of consecutive elements, of any length: lanes, and the rest on its own
+  sink = split_store_lanes(sink);
   if (!reduces) return applied;
   // long reductions in blocks, so a block of the operands stays in cache across output tiles (only
   // where output rows share an operand)

@@ -55,6 +55,13 @@ const UOp* mark_thread_axis(const UOp* sink);
 // vectorized reduction does. Unchanged when nothing applies.
 const UOp* split_reduce_lanes(const UOp* sink, int64_t width);
 
+// Splits the innermost output loop of every store of consecutive elements (each read moves one
+// element along it or stays put, no reduction) into lanes: 256 bytes of elements (64 floats) per
+// row of lanes, the C renderer's vectors, and when the length is not a known multiple (a symbolic
+// dim) a loop over the last n % width elements. A Thread loop's pieces are both Thread loops, so
+// the cores share the rows and the rest. Unchanged when nothing applies.
+const UOp* split_store_lanes(const UOp* sink);
+
 // A term that a kernel computes twice for each element of its innermost output loop, once inside
 // a sum over a range of the same extent (softmax: exp(x - max) in the sum, and again in the
 // output), is computed once: a loop stores it where the output of the row goes, the sum reads it

@@ -2,7 +2,7 @@
 # Installs (as root, with apt) the Debian packages kiln needs to build and test, when missing.
 # Sourced by demo.sh, test.sh and .ci/run so each works on a fresh Debian 12 machine;
 # KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it itself).
-kiln_packages=(build-essential cmake ninja-build ccache libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libz3-dev libopenblas-dev libdnnl-dev
+kiln_packages=(build-essential cmake ninja-build ccache libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libz3-dev libopenblas-dev libdnnl-dev
                clang-format git python3 ${KILN_EXTRA_PACKAGES:-})
 kiln_install_deps() {
   local missing=() p status

@@ -48,7 +48,9 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // after symbolic (the seeds run it before, with symbolic inside): it then matches one canonical form
   if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
-  if (opts.optimize) hand_coded_optimizations(s);
+  if (opts.optimize)
+    for (const Opt& o : hand_coded_optimizations(s))
+      if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile
   s = st.rewrite(s, sym(), "post-opt symbolic");   // folds the index math of the copies
@@ -88,6 +90,8 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
   k.name = std::string(ast->arg<Name>().s);
   k.sink = full_rewrite_to_sink(ast, opts);
   k.linear = linearize(k.sink);
+  k.parallel = std::any_of(k.linear.begin(), k.linear.end(),
+                           [](const UOp* u) { return u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == kCoreVar; });
   k.source = render::render_c(k.linear, k.name, vars);
   return k;
 }

@@ -18,6 +18,7 @@ struct PipelineOptions {
   std::function<void(std::string_view stage, const UOp* sink)> after_stage;
   bool verify = true;    // run the IR verifier after every stage (InternalError naming the stage)
   bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
+  std::vector<std::string>* applied_opts = nullptr;  // where given: the opts the heuristics chose ("LANES(1, 64)")
 };
 
 // The stage names in order, as PipelineOptions::after_stage reports them, then "linearize".
@@ -31,6 +32,7 @@ struct CKernel {
   const UOp* sink;                 // after the last rewrite
   std::vector<const UOp*> linear;  // the linearized program
   std::string source;              // the C function (without render::c_preamble())
+  bool parallel = false;           // the cores share its work (else core 0 does it all)
 };
 
 // The whole path to C. `vars` are the DEFINE_VARs in the order the caller passes their values.

@@ -255,11 +255,20 @@ class Lowerer {
 
 }  // namespace
 
-LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& /*file*/) {
+LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& /*file*/,
+                       const std::map<std::string, Specialization>& bucket) {
   LowerResult result;
   std::map<std::string, const UOp*> dims;
   for (const Dim& d : spec.dims) {
-    dims[d.name] = ctx.var(d.name, d.min, d.max);
+    auto b = bucket.find(d.name);
+    if (b == bucket.end()) {
+      dims[d.name] = ctx.var(d.name, d.min, d.max);
+    } else if (!b->second.multiple) {
+      dims[d.name] = ctx.cint(b->second.value, dtypes::weakint);
+    } else {
+      int64_t k = b->second.value;
+      dims[d.name] = ctx.var(d.name, (d.min + k - 1) / k * k, d.max / k * k, dtypes::weakint, k);
+    }
     result.dims.push_back(dims[d.name]);
   }
   for (const Kernel& k : spec.kernels) {

@@ -3,6 +3,7 @@
 // Tensor API finds come back as diagnostics at the operator or call that caused them.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct LowerResult {
 };
 
 // Run it on a spec that parsed and passed check_spec. `file` must outlive the diagnostics.
-LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& file);
+// `bucket` narrows dims for a specialized variant: an exact value makes the dim that constant, a
+// multiple `%k` makes it a DEFINE_VAR with multiple_of k over the multiples of k in its range.
+LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& file,
+                       const std::map<std::string, Specialization>& bucket = {});
 
 }  // namespace kiln::frontend

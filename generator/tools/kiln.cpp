@@ -1,14 +1,18 @@
 // The kiln command line. The only place that reads argv or the environment.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 
 #include "generator/codegen/pipeline.h"
+#include "generator/emit/library.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
@@ -216,6 +220,101 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
   return 0;
 }
 
+// the contents of a file, or nullopt when it cannot be read
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// writes through a temporary and a rename, and leaves a file with the same bytes untouched (so a
+// build that restats its outputs compiles nothing downstream)
+bool write_file(const std::string& path, const std::string& text) {
+  if (read_file(path) == text) return true;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f.flush()) {
+      std::cerr << "kiln: error: cannot write " << tmp << "\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::cerr << "kiln: error: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+// this executable, for the depfile: a new kiln regenerates the libraries it made
+std::string self_path() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+// `kiln gen`: the library's files into `out`, plus <name>.d
+int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
+  kiln::emit::GenResult r = kiln::emit::generate(o);
+  if (!r.ok) {
+    std::cerr << r.errors;
+    return 1;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) {
+    std::cerr << "kiln: error: cannot create " << out << ": " << ec.message() << "\n";
+    return 1;
+  }
+  for (const auto& [name, text] : r.files)
+    if (!write_file(out + "/" + name, text)) return 1;
+  return write_file(out + "/" + o.name + ".d",
+                    kiln::emit::depfile(out + "/" + r.files.front().first, o.specs, self_path()))
+             ? 0
+             : 1;
+}
+
+uint32_t native_features() {
+  uint32_t f = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= 1u;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    f |= 2u;
+#endif
+  return f;
+}
+
+// `kiln explain`: which variant a call with these dims takes
+int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
+                const std::string& cpu) {
+  std::map<std::string, int64_t> values;
+  for (const std::string& d : dims) {
+    size_t eq = d.find('=');
+    int64_t v = 0;
+    bool ok = eq != std::string::npos && eq > 0;
+    if (ok) {
+      const char* first = d.data() + eq + 1;
+      auto [ptr, ec] = std::from_chars(first, d.data() + d.size(), v);
+      ok = ec == std::errc() && ptr == d.data() + d.size() && ptr != first;
+    }
+    if (!ok) {
+      std::cerr << "kiln: error: '" << d << "' is not DIM=VALUE\n";
+      return 1;
+    }
+    values[d.substr(0, eq)] = v;
+  }
+  uint32_t features = cpu == "native" ? native_features() : cpu == "avx512" ? 3u : cpu == "avx2" ? 1u : 0u;
+  bool ok = false;
+  std::string text = kiln::emit::explain(o, kernel, values, features, &ok);
+  (ok ? std::cout : std::cerr) << text;
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -259,7 +358,45 @@ int main(int argc, char** argv) {
       "Stages:" +
       stage_list);
 
+  auto* gen = app.add_subcommand("gen", "generate a kernel library: header, dispatch, kernels per target, manifest");
+  kiln::emit::GenOptions gen_opts;
+  std::string gen_out;
+  gen->add_option("--name", gen_opts.name, "the library: a C identifier, its namespace and file prefix")->required();
+  gen->add_option("--out", gen_out, "the directory to write into (created if missing)")->required();
+  gen->add_option("--target", gen_opts.targets, "cpu, x86_64-avx2, x86_64-avx512 (repeat or list)")
+      ->required()
+      ->delimiter(',');
+  gen->add_option("specs", gen_opts.specs, "spec files")->required();
+  gen->footer(
+      "Writes <out>/<name>.h (the C++ entry points, namespace <name>), <name>_dispatch.cpp, one\n"
+      "<name>_<target>.c per target (compile x86_64-avx2 with -mavx2 -mfma, x86_64-avx512 with -mavx512f\n"
+      "-mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma), <name>.manifest.json and the depfile <name>.d.\n"
+      "Files whose bytes would not change are left untouched. Same input, same bytes.");
+
+  auto* expl = app.add_subcommand("explain", "which variant a call with given dims takes, and why");
+  kiln::emit::GenOptions ex_opts;
+  ex_opts.name = "kiln_explain";
+  std::string ex_kernel, ex_cpu = "native";
+  std::vector<std::string> ex_dims;
+  expl->add_option("--kernel", ex_kernel, "the kernel")->required();
+  expl->add_option("--dim", ex_dims, "DIM=VALUE, for each dim of the kernel (repeat or list)")->delimiter(',');
+  expl->add_option("--target", ex_opts.targets, "the library's targets (default: all)")->delimiter(',');
+  expl->add_option("--cpu", ex_cpu, "native (this machine), none, avx2 or avx512")
+      ->check(CLI::IsMember({"native", "none", "avx2", "avx512"}));
+  expl->add_option("specs", ex_opts.specs, "spec files")->required();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (gen->parsed() || expl->parsed()) {
+    try {
+      if (gen->parsed()) return run_gen(gen_opts, gen_out);
+      if (ex_opts.targets.empty()) ex_opts.targets = {"cpu", "x86_64-avx2", "x86_64-avx512"};
+      return run_explain(ex_opts, ex_kernel, ex_dims, ex_cpu);
+    } catch (const kiln::InternalError& e) {
+      std::cerr << "kiln: internal error: " << e.what() << "\n";
+      return 70;
+    }
+  }
 
   if (check->parsed()) return run_check(specs);
   if (codegen->parsed()) {

@@ -1,0 +1,94 @@
+# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>...)
+#
+# Runs `kiln gen` in the build on the specs, for the targets (cpu, x86_64-avx2, x86_64-avx512),
+# and makes <lib> a static library of the generated dispatch and kernels that carries its include
+# directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
+# spec or kiln itself changed (kiln writes a depfile); files kiln would write unchanged are left
+# alone, so nothing downstream recompiles. The x86_64-* kernel files are compiled with their ISA
+# flags; the dispatch picks them at run time only on CPUs that have the instructions.
+#
+# Needs the targets kiln::kiln (the generator, a host executable) and kiln::runtime: from
+# find_package(kiln) or from kiln's own build (add_subdirectory).
+include_guard(GLOBAL)
+if(POLICY CMP0116)
+  cmake_policy(SET CMP0116 NEW)  # depfile paths as the Ninja generator expects them
+endif()
+
+function(kiln_add_library name)
+  cmake_parse_arguments(PARSE_ARGV 1 KILN "" "" "SPECS;TARGETS")
+  if(KILN_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "kiln_add_library(${name}): unknown arguments: ${KILN_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "kiln_add_library(${name}): the name must be a C identifier (it is the namespace)")
+  endif()
+  if(NOT KILN_SPECS)
+    message(FATAL_ERROR "kiln_add_library(${name}): no SPECS given")
+  endif()
+  if(NOT KILN_TARGETS)
+    message(FATAL_ERROR "kiln_add_library(${name}): no TARGETS given (cpu, x86_64-avx2, x86_64-avx512)")
+  endif()
+  foreach(tool kiln::kiln kiln::runtime)
+    if(NOT TARGET ${tool})
+      message(FATAL_ERROR "kiln_add_library(${name}): no target ${tool}: find_package(kiln) or add_subdirectory(kiln) first")
+    endif()
+  endforeach()
+
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/kiln/${name}")
+  set(specs "")
+  foreach(spec IN LISTS KILN_SPECS)
+    get_filename_component(abs "${spec}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND specs "${abs}")
+  endforeach()
+
+  set(x86 FALSE)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(x86 TRUE)
+  endif()
+  set(gnu FALSE)
+  if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    set(gnu TRUE)
+  endif()
+
+  set(outputs "${out}/${name}.h" "${out}/${name}_dispatch.cpp")
+  set(kernel_sources "")
+  foreach(target IN LISTS KILN_TARGETS)
+    if(target STREQUAL "cpu")
+      set(flags "")
+    elseif(target STREQUAL "x86_64-avx2")
+      set(flags -mavx2 -mfma)
+    elseif(target STREQUAL "x86_64-avx512")
+      set(flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma)
+    else()
+      message(FATAL_ERROR "kiln_add_library(${name}): unknown target '${target}' (cpu, x86_64-avx2, x86_64-avx512)")
+    endif()
+    string(REPLACE "-" "_" symbol "${target}")
+    set(source "${out}/${name}_${symbol}.c")
+    list(APPEND outputs "${source}")
+    list(APPEND kernel_sources "${source}")
+    # off x86 (or with a compiler that spells ISA flags otherwise) the x86 files compile to nothing
+    if(flags AND x86 AND gnu)
+      set_source_files_properties("${source}" PROPERTIES COMPILE_OPTIONS "${flags}")
+    endif()
+  endforeach()
+  list(APPEND outputs "${out}/${name}.manifest.json")
+  list(JOIN KILN_TARGETS "," target_list)
+
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND kiln::kiln gen --name "${name}" --out "${out}" --target "${target_list}" ${specs}
+    DEPENDS ${specs} kiln::kiln
+    DEPFILE "${out}/${name}.d"
+    COMMENT "kiln gen ${name}"
+    VERBATIM)
+
+  add_library(${name} STATIC "${out}/${name}_dispatch.cpp" ${kernel_sources} "${out}/${name}.h")
+  target_include_directories(${name} PUBLIC "$<BUILD_INTERFACE:${out}>")
+  target_link_libraries(${name} PUBLIC kiln::runtime)
+  target_compile_features(${name} PUBLIC cxx_std_17)
+  # the kernels are C99 with GNU vector types; -lm for the few libm calls they make
+  set_target_properties(${name} PROPERTIES C_STANDARD 99 C_EXTENSIONS ON POSITION_INDEPENDENT_CODE ON)
+  if(UNIX)
+    target_link_libraries(${name} PRIVATE m)
+  endif()
+endfunction()

@@ -1,0 +1,919 @@
+#include "generator/emit/library.h"
+
+#include <algorithm>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "generator/codegen/pipeline.h"
+#include "generator/frontend/parser.h"
+#include "generator/frontend/source.h"
+#include "generator/frontend/spec_check.h"
+#include "generator/frontend/spec_lower.h"
+#include "generator/render/c.h"
+#include "generator/schedule/schedule.h"
+#include "generator/symbolic/symbolic.h"
+
+namespace kiln::emit {
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = {
+      {"x86_64-avx512",
+       "x86_64_avx512",
+       "KILN_CPU_X86_AVX512",
+       "defined(__x86_64__)",
+       {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"}},
+      {"x86_64-avx2", "x86_64_avx2", "KILN_CPU_X86_AVX2", "defined(__x86_64__)", {"-mavx2", "-mfma"}},
+      {"cpu", "cpu", "0", "", {}},
+  };
+  return all;
+}
+
+const Target* find_target(const std::string& name) {
+  for (const Target& t : targets())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+namespace {
+
+using frontend::Specialization;
+using json = nlohmann::ordered_json;
+
+struct SpecFile {
+  std::string path, base;  // as given; the file name alone (the only part generated files show)
+  std::unique_ptr<frontend::SourceFile> source;
+  frontend::Spec spec;
+  std::unique_ptr<Context> ctx;  // owns every node of this file's schedules
+  std::vector<const UOp*> dims;  // the generic DEFINE_VARs, declaration order: vars[] of its kernels
+};
+
+struct ShapeAxis {
+  bool literal = false;
+  int64_t size = 0;  // literal
+  int32_t dim = -1;  // else: the file dim
+};
+
+struct Arg {
+  std::string name, cxx;  // as declared; as a C++ parameter name
+  DType dtype;
+  std::vector<ShapeAxis> shape;
+  bool output = false;
+};
+
+struct Compiled {
+  std::string symbol;  // without the target suffix
+  std::string source;  // the C function, named `symbol`
+  bool parallel = false;
+  std::vector<std::string> opts;
+};
+
+struct Variant {
+  std::string tag;                                        // "M1_Sx64", "any"
+  std::vector<std::pair<int32_t, Specialization>> guard;  // file dim -> bucket
+  schedule::Schedule sched;
+  std::vector<Compiled> kernels;
+};
+
+struct KernelInfo {
+  std::string name;
+  size_t file = 0;
+  std::vector<Arg> args;      // inputs then outputs
+  std::vector<int32_t> dims;  // the file dims its arguments bind, declaration order
+  std::vector<Variant> variants;
+};
+
+std::string dtype_enum(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool:
+      return "Bool";
+    case Scalar::Int8:
+      return "Int8";
+    case Scalar::Uint8:
+      return "Uint8";
+    case Scalar::Int16:
+      return "Int16";
+    case Scalar::Uint16:
+      return "Uint16";
+    case Scalar::Int32:
+      return "Int32";
+    case Scalar::Uint32:
+      return "Uint32";
+    case Scalar::Int64:
+      return "Int64";
+    case Scalar::Uint64:
+      return "Uint64";
+    case Scalar::Float16:
+      return "Float16";
+    case Scalar::BFloat16:
+      return "BFloat16";
+    case Scalar::Float32:
+      return "Float32";
+    case Scalar::Float64:
+      return "Float64";
+    default:
+      throw InternalError("kiln gen: no runtime dtype for " + to_string(d));
+  }
+}
+
+// the spelling specs and the runtime use: f32, i64, bf16, ...
+std::string dtype_short(DType d) {
+  switch (d.scalar) {
+    case Scalar::Bool:
+      return "bool";
+    case Scalar::Int8:
+      return "i8";
+    case Scalar::Uint8:
+      return "u8";
+    case Scalar::Int16:
+      return "i16";
+    case Scalar::Uint16:
+      return "u16";
+    case Scalar::Int32:
+      return "i32";
+    case Scalar::Uint32:
+      return "u32";
+    case Scalar::Int64:
+      return "i64";
+    case Scalar::Uint64:
+      return "u64";
+    case Scalar::Float16:
+      return "f16";
+    case Scalar::BFloat16:
+      return "bf16";
+    case Scalar::Float32:
+      return "f32";
+    case Scalar::Float64:
+      return "f64";
+    default:
+      return to_string(d);
+  }
+}
+
+bool cxx_keyword(const std::string& s) {
+  static const std::set<std::string> words = {
+      "alignas",  "alignof", "and",      "asm",       "auto",     "bool",      "break",     "case",     "catch",
+      "char",     "class",   "const",    "constexpr", "continue", "default",   "delete",    "do",       "double",
+      "else",     "enum",    "explicit", "export",    "extern",   "false",     "float",     "for",      "friend",
+      "goto",     "if",      "inline",   "int",       "long",     "mutable",   "namespace", "new",      "noexcept",
+      "not",      "nullptr", "operator", "or",        "private",  "protected", "public",    "register", "return",
+      "short",    "signed",  "sizeof",   "static",    "struct",   "switch",    "template",  "this",     "throw",
+      "true",     "try",     "typedef",  "typename",  "union",    "unsigned",  "using",     "virtual",  "void",
+      "volatile", "while",   "xor",      "ctx",       "kiln",     "std"};
+  return words.contains(s);
+}
+
+// index math over the dims as C++ (d[i]) or as text for people (the dim names)
+std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, bool cxx) {
+  auto s = [&](size_t i) { return expr_text(u->src(i), dims, cxx); };
+  switch (u->op) {
+    case Op::CONST:
+      return std::to_string(u->ival()) + (cxx ? "LL" : "");
+    case Op::DEFINE_VAR: {
+      std::string_view n = u->arg<VarArg>().name;
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i]->arg<VarArg>().name == n) return cxx ? "d[" + std::to_string(i) + "]" : std::string(n);
+      throw InternalError("kiln gen: " + std::string(n) + " is not a dim of the spec");
+    }
+    case Op::ADD:
+      return "(" + s(0) + " + " + s(1) + ")";
+    case Op::SUB:
+      return "(" + s(0) + " - " + s(1) + ")";
+    case Op::MUL:
+      return "(" + s(0) + " * " + s(1) + ")";
+    case Op::NEG:
+      return "(-" + s(0) + ")";
+    case Op::CDIV:
+    case Op::FLOORDIV:  // index math of sizes: non-negative, where floor and C's division agree
+      if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
+        throw InternalError("kiln gen: a size divides a value that may be negative");
+      return "(" + s(0) + " / " + s(1) + ")";
+    case Op::CMOD:
+    case Op::FLOORMOD:
+      if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
+        throw InternalError("kiln gen: a size takes a remainder of a value that may be negative");
+      return "(" + s(0) + " % " + s(1) + ")";
+    case Op::MAX:
+      return (cxx ? "kiln_max(" : "max(") + s(0) + ", " + s(1) + ")";
+    default:
+      throw InternalError("kiln gen: cannot write " + std::string(op_name(u->op)) + " in a size");
+  }
+}
+
+std::string guard_text(const Variant& v, const std::vector<const UOp*>& dims) {
+  if (v.guard.empty()) return "any shape in range";
+  std::string s;
+  for (const auto& [dim, b] : v.guard) {
+    std::string n(dims[size_t(dim)]->arg<VarArg>().name);
+    s += (s.empty() ? "" : " && ") +
+         (b.multiple ? n + " % " + std::to_string(b.value) + " == 0" : n + " == " + std::to_string(b.value));
+  }
+  return s;
+}
+
+// What a kernel costs: ALU ops and reduction steps executed (each counted once per iteration of
+// the loops it sits in), and bytes of its buffers.
+struct Estimate {
+  const UOp* flops;
+  const UOp* bytes;
+};
+Estimate estimate(const UOp* ast) {
+  Context& ctx = ast->ctx();
+  std::unordered_map<const UOp*, std::vector<const UOp*>> in;  // the ranges a value varies with
+  Expr flops = ctx.cint(0), bytes = ctx.cint(0);
+  for (const UOp* u : toposort(ast)) {
+    std::set<const UOp*, bool (*)(const UOp*, const UOp*)> rs([](const UOp* a, const UOp* b) { return a->id < b->id; });
+    if (u->op == Op::RANGE) rs.insert(u);
+    for (const UOp* s : u->src())
+      if (auto it = in.find(s); it != in.end()) rs.insert(it->second.begin(), it->second.end());
+    auto count = [&](const std::set<const UOp*, bool (*)(const UOp*, const UOp*)>& ranges) {
+      Expr n = ctx.cint(1);
+      for (const UOp* r : ranges) n = n * Expr(r->src(0));
+      return n;
+    };
+    if (u->op == Op::REDUCE) {
+      flops = flops + count(rs);
+      for (const UOp* r : u->src().subspan(1)) rs.erase(r);
+    } else if (is_alu(u->op) && u->dtype != dtypes::weakint && !is_bool(u->dtype)) {
+      flops = flops + count(rs);
+    }
+    if (u->op == Op::PARAM) bytes = bytes + Expr(u->src(0)) * int64_t(itemsize(u->dtype.base()));
+    in[u].assign(rs.begin(), rs.end());
+  }
+  return {simplify(flops), simplify(bytes)};
+}
+
+class Generator {
+ public:
+  explicit Generator(const GenOptions& o) : o_(o) {}
+
+  GenResult run() {
+    GenResult r;
+    if (!check_options(r.errors)) return r;
+    for (const std::string& path : o_.specs)
+      if (!load(path, r.errors)) return r;
+    for (size_t f = 0; f < files_.size(); ++f)
+      if (!build_kernels(f, r.errors)) return r;
+    r.files.push_back({o_.name + ".h", header()});
+    r.files.push_back({o_.name + "_dispatch.cpp", dispatch()});
+    for (const Target* t : targets_) r.files.push_back({o_.name + "_" + t->symbol + ".c", kernels_c(*t)});
+    r.files.push_back({o_.name + ".manifest.json", manifest()});
+    r.ok = true;
+    return r;
+  }
+
+  std::string explain_call(const std::string& kernel, const std::map<std::string, int64_t>& given, uint32_t features,
+                           bool* ok) {
+    *ok = false;
+    std::string err;
+    if (!check_options(err)) return err;
+    for (const std::string& path : o_.specs)
+      if (!load(path, err)) return err;
+    for (size_t f = 0; f < files_.size(); ++f)
+      if (!build_kernels(f, err, &kernel)) return err;
+    const KernelInfo* k = nullptr;
+    for (const KernelInfo& ki : kernels_)
+      if (ki.name == kernel) k = &ki;
+    if (!k) return "kiln: error: no kernel named '" + kernel + "'\n";
+    const SpecFile& sf = files_[k->file];
+    std::vector<int64_t> d(sf.dims.size(), -1);
+    for (int32_t i : k->dims) {
+      const VarArg& va = sf.dims[size_t(i)]->arg<VarArg>();
+      auto it = given.find(std::string(va.name));
+      if (it == given.end()) return "kiln: error: " + kernel + " needs a value for dim " + std::string(va.name) + "\n";
+      if (it->second < va.min || it->second > va.max)
+        return "kiln: error: " + std::string(va.name) + " = " + std::to_string(it->second) +
+               " is outside the declared range " + std::to_string(va.min) + ".." + std::to_string(va.max) + "\n";
+      d[size_t(i)] = it->second;
+    }
+    for (const auto& [name, value] : given) {
+      bool known = false;
+      for (int32_t i : k->dims) known |= sf.dims[size_t(i)]->arg<VarArg>().name == name;
+      if (!known) return "kiln: error: " + kernel + " has no dim " + name + "\n";
+    }
+    std::string out = kernel + " with";
+    for (int32_t i : k->dims)
+      out += " " + std::string(sf.dims[size_t(i)]->arg<VarArg>().name) + "=" + std::to_string(d[size_t(i)]);
+    out += k->dims.empty() ? " no dims:\n" : ":\n";
+    for (const Target* t : targets_) {
+      uint32_t need = t->name == "x86_64-avx512" ? 2u : t->name == "x86_64-avx2" ? 1u : 0u;
+      for (const Variant& v : k->variants) {
+        std::string label = "  " + kernel + "[" + v.tag + "] on " + t->name + " (" + guard_text(v, sf.dims) + "): ";
+        if ((need & features) != need) {
+          out += label + "skipped, this CPU lacks " + t->name.substr(7) + "\n";
+          break;  // every variant of the target needs it
+        }
+        std::string why;
+        for (const auto& [dim, b] : v.guard) {
+          int64_t x = d[size_t(dim)];
+          std::string n(sf.dims[size_t(dim)]->arg<VarArg>().name);
+          if (b.multiple && x % b.value != 0)
+            why = n + " = " + std::to_string(x) + " is not a multiple of " + std::to_string(b.value);
+          if (!b.multiple && x != b.value) why = n + " = " + std::to_string(x) + " is not " + std::to_string(b.value);
+          if (!why.empty()) break;
+        }
+        if (!why.empty()) {
+          out += label + "skipped, " + why + "\n";
+          continue;
+        }
+        out += label + "taken\n";
+        *ok = true;
+        return out;
+      }
+    }
+    return out + "  no variant: this CPU has none of the library's targets\n";
+  }
+
+ private:
+  bool check_options(std::string& err) {
+    auto ident = [](const std::string& s) {
+      if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+      return std::all_of(s.begin(), s.end(),
+                         [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    };
+    if (!ident(o_.name) || cxx_keyword(o_.name)) {
+      err = "kiln: error: --name '" + o_.name + "' is not a C identifier\n";
+      return false;
+    }
+    if (o_.targets.empty()) {
+      err = "kiln: error: no --target given (known: cpu, x86_64-avx2, x86_64-avx512)\n";
+      return false;
+    }
+    for (const std::string& t : o_.targets) {
+      if (!find_target(t)) {
+        err = "kiln: error: unknown target '" + t + "' (known: cpu, x86_64-avx2, x86_64-avx512)\n";
+        return false;
+      }
+      if (std::count(o_.targets.begin(), o_.targets.end(), t) > 1) {
+        err = "kiln: error: target '" + t + "' given twice\n";
+        return false;
+      }
+    }
+    for (const Target& t : targets())  // best first
+      if (std::find(o_.targets.begin(), o_.targets.end(), t.name) != o_.targets.end()) targets_.push_back(&t);
+    if (o_.specs.empty()) {
+      err = "kiln: error: no spec files given\n";
+      return false;
+    }
+    return true;
+  }
+
+  bool load(const std::string& path, std::string& err) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      err += "kiln: error: cannot open " + path + "\n";
+      return false;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    SpecFile f;
+    f.path = path;
+    f.base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    f.source = std::make_unique<frontend::SourceFile>(path, text.str());
+    frontend::ParseResult parsed = frontend::parse_spec(*f.source);
+    std::vector<frontend::Diagnostic> errors = std::move(parsed.diagnostics);
+    if (errors.empty()) errors = frontend::check_spec(parsed.spec);
+    if (!errors.empty()) {
+      err += frontend::render(errors);
+      return false;
+    }
+    f.spec = std::move(parsed.spec);
+    f.ctx = std::make_unique<Context>();
+    files_.push_back(std::move(f));
+    return true;
+  }
+
+  // the kernels of one file, each with its variants (only `only` when given)
+  bool build_kernels(size_t fi, std::string& err, const std::string* only = nullptr) {
+    SpecFile& f = files_[fi];
+    frontend::LowerResult generic = frontend::lower_spec(*f.ctx, f.spec, *f.source);
+    if (!generic.ok()) {
+      err += frontend::render(generic.diagnostics);
+      return false;
+    }
+    f.dims = generic.dims;
+    for (const frontend::Kernel& k : f.spec.kernels) {
+      if (only && k.name != *only) continue;
+      for (const KernelInfo& other : kernels_)
+        if (other.name == k.name) {
+          err += frontend::render(frontend::diagnostic(k.loc, k.name.size(),
+                                                       "kernel '" + k.name + "' is also defined in " +
+                                                           files_[other.file].path + " (one library, one namespace)"));
+          return false;
+        }
+      KernelInfo ki;
+      ki.name = k.name;
+      ki.file = fi;
+      auto add_args = [&](const std::vector<frontend::Param>& ps, bool output) {
+        for (const frontend::Param& p : ps) {
+          Arg a;
+          a.name = p.name;
+          a.cxx = cxx_keyword(p.name) ? p.name + "_" : p.name;
+          a.dtype = *parse_dtype(p.dtype);
+          a.output = output;
+          for (const frontend::ShapeItem& it : p.shape) {
+            ShapeAxis ax;
+            ax.literal = it.is_literal;
+            ax.size = it.size;
+            for (size_t i = 0; i < f.spec.dims.size(); ++i)
+              if (!it.is_literal && f.spec.dims[i].name == it.dim) ax.dim = int32_t(i);
+            if (ax.dim >= 0 && std::find(ki.dims.begin(), ki.dims.end(), ax.dim) == ki.dims.end())
+              ki.dims.push_back(ax.dim);
+            a.shape.push_back(ax);
+          }
+          ki.args.push_back(std::move(a));
+        }
+      };
+      add_args(k.params, false);
+      add_args(k.outputs, true);
+      std::sort(ki.dims.begin(), ki.dims.end());
+      if (!build_variants(f, k, ki, err)) return false;
+      kernels_.push_back(std::move(ki));
+    }
+    return true;
+  }
+
+  bool build_variants(SpecFile& f, const frontend::Kernel& k, KernelInfo& ki, std::string& err) {
+    // every combination of the bound dims' buckets, generic (no entry) last for each dim
+    std::vector<std::vector<std::pair<int32_t, Specialization>>> combos{{}};
+    for (int32_t d : ki.dims) {
+      std::vector<std::vector<std::pair<int32_t, Specialization>>> next;
+      for (const auto& c : combos) {
+        for (const Specialization& s : f.spec.dims[size_t(d)].specializations) {
+          auto with = c;
+          with.push_back({d, s});
+          next.push_back(std::move(with));
+        }
+        next.push_back(c);
+      }
+      combos = std::move(next);
+    }
+    for (const auto& guard : combos) {
+      Variant v;
+      v.guard = guard;
+      std::map<std::string, Specialization> bucket;
+      for (const auto& [d, s] : guard) {
+        const frontend::Dim& dim = f.spec.dims[size_t(d)];
+        bucket[dim.name] = s;
+        v.tag += (v.tag.empty() ? "" : "_") + dim.name + (s.multiple ? "x" : "") + std::to_string(s.value);
+      }
+      if (v.tag.empty()) v.tag = "any";
+      frontend::LowerResult lowered = frontend::lower_spec(*f.ctx, f.spec, *f.source, bucket);
+      const frontend::LoweredKernel* lk = nullptr;
+      for (const auto& l : lowered.kernels)
+        if (l.name == k.name) lk = &l;
+      if (!lk) {
+        err += frontend::render(lowered.diagnostics);
+        if (lowered.diagnostics.empty())
+          err += "kiln: error: kernel '" + k.name + "' did not lower for " + v.tag + "\n";
+        return false;
+      }
+      std::string prog = o_.name + "_" + k.name + "_" + v.tag;
+      try {
+        v.sched = schedule::schedule(lk->inputs, lk->outputs, prog, lk->output_names);
+      } catch (const ShapeError& e) {
+        err += frontend::render(frontend::diagnostic(
+            k.loc, k.name.size(), "cannot schedule kernel '" + k.name + "' (" + v.tag + "): " + e.what()));
+        return false;
+      }
+      for (const UOp* var : v.sched.vars) {  // every dim a kernel reads must come from an argument's shape
+        std::string_view n = var->arg<VarArg>().name;
+        bool bound = false;
+        for (int32_t d : ki.dims) bound |= f.spec.dims[size_t(d)].name == n;
+        if (!bound) {
+          err += frontend::render(
+              frontend::diagnostic(k.loc, k.name.size(),
+                                   "kernel '" + k.name + "' uses dim '" + std::string(n) +
+                                       "', which no argument's shape gives (declare an argument with it)"));
+          return false;
+        }
+      }
+      for (const auto& sk : v.sched.kernels) {
+        Compiled c;
+        codegen::PipelineOptions po;
+        po.applied_opts = &c.opts;
+        codegen::CKernel ck = codegen::compile_to_c(sk.ast, f.dims, po);
+        c.symbol = ck.name;
+        c.source = std::move(ck.source);
+        c.parallel = ck.parallel;
+        v.kernels.push_back(std::move(c));
+      }
+      ki.variants.push_back(std::move(v));
+    }
+    return true;
+  }
+
+  std::string signature(const KernelInfo& k, bool defaults) const {
+    std::string s;
+    for (const Arg& a : k.args) s += (s.empty() ? "" : ", ") + std::string("kiln::TensorView ") + a.cxx;
+    if (defaults) return s + (s.empty() ? "" : ", ") + "kiln::Context* ctx = nullptr";
+    return s;
+  }
+
+  std::string arg_text(const Arg& a, const SpecFile& f) const {
+    std::string s = a.name + ": " + dtype_short(a.dtype) + "[";
+    for (size_t i = 0; i < a.shape.size(); ++i)
+      s += (i ? ", " : "") +
+           (a.shape[i].literal ? std::to_string(a.shape[i].size) : f.spec.dims[size_t(a.shape[i].dim)].name);
+    return s + "]";
+  }
+
+  std::string dims_params(const KernelInfo& k) const {
+    std::string s;
+    for (int32_t d : k.dims)
+      s += (s.empty() ? "" : ", ") + std::string("int64_t ") + files_[k.file].spec.dims[size_t(d)].name;
+    return s;
+  }
+
+  std::string header() const {
+    std::string s = "// " + o_.name + ".h: generated by kiln gen from";
+    for (const SpecFile& f : files_) s += " " + f.base;
+    s +=
+        ". Do not edit.\n//\n// Each kernel takes its inputs, then its outputs, as kiln::TensorView (a pointer to "
+        "contiguous\n"
+        "// row-major data and its shape), and an optional kiln::Context (threads, workspace; without one the\n"
+        "// call runs on the calling thread). A bad call returns a Status that names the kernel and the\n"
+        "// argument; nothing is thrown.\n#pragma once\n\n#include <cstddef>\n#include <cstdint>\n#include <string>\n\n"
+        "#include <kiln/kiln.h>\n\nnamespace " +
+        o_.name + " {\n";
+    for (const KernelInfo& k : kernels_) {
+      const SpecFile& f = files_[k.file];
+      std::string ins, outs;
+      for (const Arg& a : k.args)
+        (a.output ? outs : ins) += ((a.output ? outs : ins).empty() ? "" : ", ") + arg_text(a, f);
+      s += "\n// " + k.name + "(" + ins + ") -> (" + outs + "), from " + f.base + "\n";
+      for (int32_t d : k.dims) {
+        const frontend::Dim& dim = f.spec.dims[size_t(d)];
+        s += "//   " + dim.name + " in " + std::to_string(dim.min) + ".." + std::to_string(dim.max);
+        std::string sp;
+        for (const Specialization& b : dim.specializations)
+          sp += std::string(sp.empty() ? "" : ", ") + (b.multiple ? "%" : "") + std::to_string(b.value);
+        s += (sp.empty() ? "" : ", specialized for " + sp) + "\n";
+      }
+      s += "kiln::Status " + k.name + "(" + signature(k, true) + ");\n";
+      s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges)\n";
+      s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + ");\n";
+      s += "// which variant a call with these arguments takes, and why (or what is wrong with the call)\n";
+      s += "std::string " + k.name + "_explain(" + signature(k, false) + ");\n";
+    }
+    return s + "\n}  // namespace " + o_.name + "\n";
+  }
+
+  std::string fn_name(const Compiled& c, const Target& t) const { return c.symbol + "_" + t.symbol; }
+
+  std::string dispatch() const {
+    std::string s = "// " + o_.name + "_dispatch.cpp: generated by kiln gen. Do not edit.\n#include \"" + o_.name +
+                    ".h\"\n\n#include <kiln/kernel_abi.h>\n\n";
+    // kernel declarations
+    for (const Target* t : targets_) {
+      if (!t->arch_guard.empty()) s += "#if " + t->arch_guard + "\n";
+      s += "extern \"C\" {\n";
+      for (const KernelInfo& k : kernels_)
+        for (const Variant& v : k.variants)
+          for (const Compiled& c : v.kernels)
+            s += "void " + fn_name(c, *t) + "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);\n";
+      s += "}\n";
+      if (!t->arch_guard.empty()) s += "#endif\n";
+    }
+    s += R"(
+namespace {
+
+// a variant: the CPU features its target needs, the buckets its dims must be in, how it runs
+struct Guard {
+  int32_t dim;    // index into the call's dims
+  bool multiple;  // dim % value == 0; else dim == value
+  int64_t value;
+};
+struct Variant {
+  const char* name;
+  uint32_t features;
+  const Guard* guards;
+  int32_t guard_count;
+  kiln::Status (*run)(void* const* args, const int64_t* d, kiln::Context* ctx);
+  std::size_t (*workspace)(const int64_t* d);
+};
+
+inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
+  if ((v.features & features) != v.features) return false;
+  for (int32_t i = 0; i < v.guard_count; ++i) {
+    const Guard& g = v.guards[i];
+    if (g.multiple ? d[g.dim] % g.value != 0 : d[g.dim] != g.value) return false;
+  }
+  return true;
+}
+
+inline int64_t kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// the first variant whose guard holds: the generic one holds for every shape in range
+const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
+  const uint32_t features = kiln::cpu_features();
+  for (int32_t i = 0; i < n; ++i)
+    if (holds(vs[i], d, features)) return &vs[i];
+  return nullptr;
+}
+
+std::string explain(const char* kernel, const Variant* vs, int32_t n, const int64_t* d, const char* const* dim_names) {
+  const uint32_t features = kiln::cpu_features();
+  std::string s = std::string(kernel) + " on a CPU with " + kiln::cpu_features_string() + ":\n";
+  for (int32_t i = 0; i < n; ++i) {
+    const Variant& v = vs[i];
+    s += "  " + std::string(v.name) + ": ";
+    if ((v.features & features) != v.features) {
+      s += "skipped, this CPU lacks its instructions\n";
+      continue;
+    }
+    std::string why;
+    for (int32_t j = 0; j < v.guard_count && why.empty(); ++j) {
+      const Guard& g = v.guards[j];
+      std::string x = std::string(dim_names[g.dim]) + " = " + std::to_string(d[g.dim]);
+      if (g.multiple && d[g.dim] % g.value != 0) why = x + " is not a multiple of " + std::to_string(g.value);
+      if (!g.multiple && d[g.dim] != g.value) why = x + " is not " + std::to_string(g.value);
+    }
+    if (!why.empty()) {
+      s += "skipped, " + why + "\n";
+      continue;
+    }
+    return s + "taken\n";
+  }
+  return s + "no variant holds (a kiln bug: the generic variant covers every shape in range)\n";
+}
+
+)";
+    for (const KernelInfo& k : kernels_) s += dispatch_kernel(k);
+    s += "}  // namespace\n\nnamespace " + o_.name + " {\n";
+    for (const KernelInfo& k : kernels_) s += entry_points(k);
+    return s + "\n}  // namespace " + o_.name + "\n";
+  }
+
+  // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
+  std::string dispatch_kernel(const KernelInfo& k) const {
+    const SpecFile& f = files_[k.file];
+    size_t nd = std::max<size_t>(f.dims.size(), 1);
+    std::string s = "// ---- " + k.name + "\n\n";
+    s += "kiln::Status bind_" + k.name + "(";
+    for (size_t i = 0; i < k.args.size(); ++i) s += "const kiln::TensorView& " + k.args[i].cxx + ", ";
+    s += "int64_t* d) {\n";
+    s +=
+        "  const char* by_arg[" + std::to_string(nd) + "] = {};\n  int32_t by_axis[" + std::to_string(nd) + "] = {};\n";
+    s += "  (void)by_arg;\n  (void)by_axis;\n  kiln::Status st;\n";
+    std::string kq = "\"" + k.name + "\"";
+    for (const Arg& a : k.args) {
+      std::string aq = "\"" + a.name + "\"";
+      s += "  if (!(st = kiln::detail::check_tensor(" + kq + ", " + aq + ", " + a.cxx +
+           ", kiln::DType::" + dtype_enum(a.dtype) + ", " + std::to_string(a.shape.size()) + ", " +
+           (a.output ? "true" : "false") + ")).ok()) return st;\n";
+      for (size_t ax = 0; ax < a.shape.size(); ++ax) {
+        const ShapeAxis& x = a.shape[ax];
+        std::string dim = a.cxx + ".t.shape[" + std::to_string(ax) + "]";
+        if (x.literal) {
+          s += "  if (!(st = kiln::detail::check_extent(" + kq + ", " + aq + ", " + std::to_string(ax) + ", " + dim +
+               ", " + std::to_string(x.size) + ")).ok()) return st;\n";
+        } else {
+          const frontend::Dim& fd = f.spec.dims[size_t(x.dim)];
+          std::string i = std::to_string(x.dim);
+          s += "  if (!(st = kiln::detail::bind_dim(" + kq + ", " + aq + ", " + std::to_string(ax) + ", \"" + fd.name +
+               "\", " + dim + ", " + std::to_string(fd.min) + ", " + std::to_string(fd.max) + ", &d[" + i +
+               "], &by_arg[" + i + "], &by_axis[" + i + "])).ok()) return st;\n";
+        }
+      }
+    }
+    s += "  return st;\n}\n\n";
+    std::string table;
+    for (const Target* t : targets_) {
+      std::string guard_open = t->arch_guard.empty() ? "" : "#if " + t->arch_guard + "\n";
+      std::string guard_close = t->arch_guard.empty() ? "" : "#endif\n";
+      s += guard_open;
+      table += guard_open;
+      for (const Variant& v : k.variants) {
+        std::string id = k.name + "_" + v.tag + "_" + t->symbol;
+        s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  return std::size_t(" +
+             expr_text(v.sched.workspace_bytes, f.dims, true) + ");\n}\n";
+        s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n";
+        s += "  kiln::Status st;\n";
+        bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0);
+        if (ws)
+          s += "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, workspace_" + id +
+               "(d), &st));\n  if (!st.ok()) return st;\n";
+        for (size_t i = 0; i < v.kernels.size(); ++i) {
+          const auto& sk = v.sched.kernels[i];
+          std::string bufs;
+          for (int32_t b : sk.buffers) {
+            const schedule::Buffer& buf = v.sched.buffers[size_t(b)];
+            std::string p;
+            if (buf.kind == schedule::Buffer::Kind::Input) p = "args[" + std::to_string(buf.position) + "]";
+            if (buf.kind == schedule::Buffer::Kind::Output)
+              p = "args[" + std::to_string(size_t(buf.position) + count_inputs(k)) + "]";
+            if (buf.kind == schedule::Buffer::Kind::Intermediate) p = "ws + " + expr_text(buf.offset, f.dims, true);
+            bufs += (bufs.empty() ? "" : ", ") + p;
+          }
+          s += "  {\n    void* const bufs[] = {" + bufs + "};\n    if (!(st = kiln::detail::run(ctx, " +
+               fn_name(v.kernels[i], *t) + ", bufs, d, " + (v.kernels[i].parallel ? "true" : "false") +
+               ")).ok()) return st;\n  }\n";
+        }
+        s += "  return st;\n}\n";
+        std::string guards = "nullptr";
+        if (!v.guard.empty()) {
+          guards = "kGuards_" + id;
+          s += "const Guard " + guards + "[] = {";
+          for (size_t i = 0; i < v.guard.size(); ++i)
+            s += std::string(i ? ", " : "") + "{" + std::to_string(v.guard[i].first) + ", " +
+                 (v.guard[i].second.multiple ? "true" : "false") + ", " + std::to_string(v.guard[i].second.value) + "}";
+          s += "};\n";
+        }
+        table += "    {\"" + k.name + "[" + guard_text(v, f.dims) + "] on " + t->name + "\", " + t->features + ", " +
+                 guards + ", " + std::to_string(v.guard.size()) + ", run_" + id + ", workspace_" + id + "},\n";
+      }
+      s += guard_close;
+      table += guard_close;
+    }
+    s += "const Variant kVariants_" + k.name + "[] = {\n" + table + "};\n";
+    s += "const int32_t kVariantCount_" + k.name + " = int32_t(sizeof kVariants_" + k.name + " / sizeof(Variant));\n";
+    s += "const char* const kDimNames_" + k.name + "[] = {";
+    for (size_t i = 0; i < f.dims.size(); ++i) s += std::string(i ? ", " : "") + "\"" + f.spec.dims[i].name + "\"";
+    if (f.dims.empty()) s += "\"\"";
+    s += "};\n\n";
+    return s;
+  }
+
+  size_t count_inputs(const KernelInfo& k) const {
+    return size_t(std::count_if(k.args.begin(), k.args.end(), [](const Arg& a) { return !a.output; }));
+  }
+
+  std::string entry_points(const KernelInfo& k) const {
+    const SpecFile& f = files_[k.file];
+    std::string nd = std::to_string(std::max<size_t>(f.dims.size(), 1));
+    std::string init = "  int64_t d[" + nd + "];\n  for (int64_t& x : d) x = -1;\n";
+    std::string names;
+    for (const Arg& a : k.args) names += a.cxx + ", ";
+    std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false) + ", kiln::Context* ctx) {\n" + init;
+    s += "  kiln::Status st = bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
+    s += "  void* const args[] = {";
+    for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + k.args[i].cxx + ".t.data";
+    s += "};\n";
+    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
+         ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
+    s += "  return v->run(args, d, ctx);\n}\n";
+    // workspace size
+    s += "\nstd::size_t " + k.name + "_workspace_size(" + dims_params(k) + ") {\n" + init;
+    for (int32_t i : k.dims) {
+      const frontend::Dim& fd = f.spec.dims[size_t(i)];
+      s += "  if (" + fd.name + " < " + std::to_string(fd.min) + " || " + fd.name + " > " + std::to_string(fd.max) +
+           ") return 0;\n  d[" + std::to_string(i) + "] = " + fd.name + ";\n";
+    }
+    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  return v ? v->workspace(d) : 0;\n}\n";
+    // explain
+    s += "\nstd::string " + k.name + "_explain(" + signature(k, false) + ") {\n" + init;
+    s += "  kiln::Status st = bind_" + k.name + "(" + names +
+         "d);\n  if (!st.ok()) return \"error: \" + st.message();\n";
+    s += "  return explain(\"" + k.name + "\", kVariants_" + k.name + ", kVariantCount_" + k.name + ", d, kDimNames_" +
+         k.name + ");\n}\n";
+    return s;
+  }
+
+  std::string kernels_c(const Target& t) const {
+    std::string s =
+        "/* " + o_.name + "_" + t.symbol + ".c: generated by kiln gen for target " + t.name + ". Do not edit. */\n";
+    if (!t.flags.empty()) {
+      s += "/* compile with:";
+      for (const std::string& fl : t.flags) s += " " + fl;
+      s += " */\n";
+    }
+    if (!t.arch_guard.empty()) s += "#if " + t.arch_guard + "\n";
+    s += render::c_preamble();
+    for (const KernelInfo& k : kernels_)
+      for (const Variant& v : k.variants)
+        for (const Compiled& c : v.kernels) {
+          std::string src = c.source;
+          std::string from = "void " + c.symbol + "(", to = "void " + fn_name(c, t) + "(";
+          size_t at = src.find(from);
+          if (at == std::string::npos) throw InternalError("kiln gen: kernel " + c.symbol + " not found in its C");
+          src.replace(at, from.size(), to);
+          s += src;
+        }
+    if (!t.arch_guard.empty()) s += "#endif\n";
+    return s + "typedef int " + o_.name + "_" + t.symbol + "_unit; /* a translation unit is never empty */\n";
+  }
+
+  std::string manifest() const {
+    json m;
+    m["library"] = o_.name;
+    m["kiln_abi"] = 1;
+    json ts = json::array();
+    for (const Target* t : targets_) {
+      json tj;
+      tj["name"] = t->name;
+      tj["file"] = o_.name + "_" + t->symbol + ".c";
+      tj["flags"] = t->flags;
+      tj["features"] = t->features;
+      ts.push_back(tj);
+    }
+    m["targets"] = ts;
+    json files = json::array({o_.name + ".h", o_.name + "_dispatch.cpp"});
+    for (const Target* t : targets_) files.push_back(o_.name + "_" + t->symbol + ".c");
+    files.push_back(o_.name + ".manifest.json");
+    m["files"] = files;
+    json ks = json::array();
+    for (const KernelInfo& k : kernels_) {
+      const SpecFile& f = files_[k.file];
+      json kj;
+      kj["name"] = k.name;
+      kj["spec"] = f.base;
+      json ins = json::array(), outs = json::array();
+      for (const Arg& a : k.args) {
+        json aj;
+        aj["name"] = a.name;
+        aj["dtype"] = dtype_short(a.dtype);
+        json shape = json::array();
+        for (const ShapeAxis& x : a.shape) {
+          if (x.literal)
+            shape.push_back(x.size);
+          else
+            shape.push_back(f.spec.dims[size_t(x.dim)].name);
+        }
+        aj["shape"] = shape;
+        (a.output ? outs : ins).push_back(aj);
+      }
+      kj["inputs"] = ins;
+      kj["outputs"] = outs;
+      json dims = json::array();
+      for (int32_t d : k.dims) {
+        const frontend::Dim& fd = f.spec.dims[size_t(d)];
+        json dj;
+        dj["name"] = fd.name;
+        dj["min"] = fd.min;
+        dj["max"] = fd.max;
+        json sp = json::array();
+        for (const Specialization& b : fd.specializations)
+          sp.push_back(b.multiple ? "%" + std::to_string(b.value) : std::to_string(b.value));
+        dj["specialize"] = sp;
+        dims.push_back(dj);
+      }
+      kj["dims"] = dims;
+      json vs = json::array();
+      for (const Target* t : targets_)
+        for (const Variant& v : k.variants) {
+          json vj;
+          vj["name"] = k.name + "[" + v.tag + "]";
+          vj["target"] = t->name;
+          vj["guard"] = guard_text(v, f.dims);
+          vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, false);
+          json kernels = json::array();
+          for (size_t i = 0; i < v.kernels.size(); ++i) {
+            const Compiled& c = v.kernels[i];
+            Estimate e = estimate(v.sched.kernels[i].ast);
+            json cj;
+            cj["symbol"] = fn_name(c, *t);
+            cj["opts"] = c.opts;
+            cj["parallel"] = c.parallel;
+            cj["flops"] = expr_text(e.flops, f.dims, false);
+            cj["bytes"] = expr_text(e.bytes, f.dims, false);
+            kernels.push_back(cj);
+          }
+          vj["kernels"] = kernels;
+          vs.push_back(vj);
+        }
+      kj["variants"] = vs;
+      ks.push_back(kj);
+    }
+    m["kernels"] = ks;
+    return m.dump(2) + "\n";
+  }
+
+  const GenOptions& o_;
+  std::vector<const Target*> targets_;  // best first
+  std::vector<SpecFile> files_;
+  std::vector<KernelInfo> kernels_;  // in spec order
+};
+
+std::string make_escape(const std::string& p) {
+  std::string s;
+  for (char c : p) {
+    if (c == ' ' || c == '#' || c == ':') s += '\\';
+    if (c == '$') s += '$';
+    s += c;
+  }
+  return s;
+}
+
+}  // namespace
+
+GenResult generate(const GenOptions& options) { return Generator(options).run(); }
+
+std::string depfile(const std::string& first_output, const std::vector<std::string>& specs, const std::string& tool) {
+  std::string s = make_escape(first_output) + ":";
+  for (const std::string& p : specs) s += " \\\n  " + make_escape(p);
+  if (!tool.empty()) s += " \\\n  " + make_escape(tool);
+  return s + "\n";
+}
+
+std::string explain(const GenOptions& options, const std::string& kernel, const std::map<std::string, int64_t>& dims,
+                    uint32_t features, bool* ok) {
+  return Generator(options).explain_call(kernel, dims, features, ok);
+}
+
+}  // namespace kiln::emit

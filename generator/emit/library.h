@@ -1,0 +1,56 @@
+// kiln gen: the files of one kernel library. For every kernel of the specs, one variant per
+// target and declared bucket (each combination of a dim's `specialize` values and multiples,
+// the most specific first) plus a generic variant over the declared ranges; a C++ header with one
+// entry point per kernel (kiln/kiln.h's TensorView, Status and Context), a dispatch source that
+// checks the arguments, binds the dims and takes the first variant whose guard holds on this
+// CPU, one C file of kernels per target, a manifest (JSON) and a depfile. The same input gives
+// the same bytes; no generated file names a path.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::emit {
+
+// A target: where its kernels run and how their C is compiled.
+struct Target {
+  std::string name;                // as `--target` spells it: "cpu", "x86_64-avx2", "x86_64-avx512"
+  std::string symbol;              // in file and function names: "cpu", "x86_64_avx2", ...
+  std::string features;            // the runtime's CPU feature bits it needs ("0", "KILN_CPU_X86_AVX2")
+  std::string arch_guard;          // a preprocessor condition for the architectures it exists on ("" = all)
+  std::vector<std::string> flags;  // the compile flags of its C file (GCC and Clang spelling)
+};
+
+// The targets kiln knows, best first within an architecture.
+const std::vector<Target>& targets();
+const Target* find_target(const std::string& name);
+
+struct GenOptions {
+  std::string name;                  // the library: a C identifier, the namespace and the file prefix
+  std::vector<std::string> targets;  // target names, each at most once
+  std::vector<std::string> specs;    // spec file paths
+};
+
+struct GenResult {
+  bool ok = false;
+  std::string errors;                                      // rendered diagnostics when !ok
+  std::vector<std::pair<std::string, std::string>> files;  // file name (no directory) -> contents
+};
+
+// Every file but the depfile, in a fixed order: <name>.h, <name>_dispatch.cpp, <name>_<target>.c
+// per target (in the order given), <name>.manifest.json.
+GenResult generate(const GenOptions& options);
+
+// The depfile (Make syntax) of a run whose first output is `first_output`: every spec and the
+// kiln executable itself.
+std::string depfile(const std::string& first_output, const std::vector<std::string>& specs, const std::string& tool);
+
+// Which variant a call with these dims takes on a CPU with these feature bits (KILN_CPU_*), and
+// why: the same rules as the generated dispatch. Dims missing from `dims` or out of range are
+// reported as errors; `ok` says whether the text is an answer or an error.
+std::string explain(const GenOptions& options, const std::string& kernel, const std::map<std::string, int64_t>& dims,
+                    uint32_t features, bool* ok);
+
+}  // namespace kiln::emit

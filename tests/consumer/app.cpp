@@ -1,0 +1,213 @@
+// A consumer of kiln, built exactly as a user builds one (CMakeLists.txt next to this file):
+// it calls the generated kernels of nn.kiln at shapes that land in different variants, checks
+// every result against a plain C++ reference (double accumulation, random inputs, outputs
+// poisoned with NaN first), prints which variant each call took and how fast it ran, and checks
+// that bad calls come back as statuses. Exit status 0 only when everything matched.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nn.h"
+
+namespace {
+
+int failures = 0;
+
+std::vector<float> random_vector(size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+std::vector<float> poisoned(size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
+
+// the line of an explanation that says which variant ran
+std::string taken(const std::string& explanation) {
+  size_t end = explanation.find(": taken");
+  if (end == std::string::npos) return "?? " + explanation;
+  size_t start = explanation.rfind('\n', end);
+  return explanation.substr(start + 3, end - start - 3);
+}
+
+void check(const char* what, const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0;
+  size_t bad = got.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    double err = std::abs(double(got[i]) - want[i]) / std::max(1.0, std::abs(want[i]));
+    if (!(err <= 1e-4)) {  // NaN (a value never written) fails too
+      bad = i;
+      worst = err;
+      break;
+    }
+    worst = std::max(worst, err);
+  }
+  if (bad != got.size()) {
+    std::printf("  MISMATCH in %s at %zu: got %g, want %g\n", what, bad, double(got[bad]), want[bad]);
+    ++failures;
+  }
+}
+
+// runs a call a few times and reports the best time in microseconds
+double time_us(const std::function<kiln::Status()>& call) {
+  double best = 1e300;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    kiln::Status s = call();
+    auto t1 = std::chrono::steady_clock::now();
+    if (!s.ok()) {
+      std::printf("  FAILED: %s\n", s.message().c_str());
+      ++failures;
+      return 0;
+    }
+    best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  return best;
+}
+
+std::vector<double> ref_gemm(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k,
+                             int64_t n) {
+  std::vector<double> c(size_t(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) c[size_t(i * n + j)] += double(a[size_t(i * k + p)]) * b[size_t(p * n + j)];
+  return c;
+}
+
+void gemm(int64_t m, int64_t k, int64_t n, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> a = random_vector(size_t(m * k), rng), b = random_vector(size_t(k * n), rng);
+  std::vector<float> c = poisoned(size_t(m * n));
+  kiln::TensorView va(a.data(), {m, k}), vb(b.data(), {k, n}), vc(c.data(), {m, n});
+  double us = time_us([&] { return nn::gemm(va, vb, vc, ctx); });
+  check("gemm", c, ref_gemm(a, b, m, k, n));
+  std::printf("gemm %lldx%lldx%lld: %s, %.1f us (%.2f GFLOP/s)\n", (long long)m, (long long)k, (long long)n,
+              taken(nn::gemm_explain(va, vb, vc)).c_str(), us, 2.0 * double(m * n * k) / us / 1e3);
+}
+
+void mlp(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(m * 64), rng), w1 = random_vector(64 * 128, rng),
+                     b1 = random_vector(128, rng), w2 = random_vector(128 * 10, rng), b2 = random_vector(10, rng);
+  std::vector<float> y = poisoned(size_t(m * 10));
+  kiln::TensorView vx(x.data(), {m, 64}), vw1(w1.data(), {64, 128}), vb1(b1.data(), {128}), vw2(w2.data(), {128, 10}),
+      vb2(b2.data(), {10}), vy(y.data(), {m, 10});
+  double us = time_us([&] { return nn::mlp(vx, vw1, vb1, vw2, vb2, vy, ctx); });
+  std::vector<double> h = ref_gemm(x, w1, m, 64, 128), want(size_t(m * 10));
+  std::vector<float> hf(h.size());
+  for (size_t i = 0; i < h.size(); ++i) h[i] = std::max(0.0, h[i] + b1[i % 128]);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < 10; ++j) {
+      double s = b2[size_t(j)];
+      for (int64_t p = 0; p < 128; ++p) s += h[size_t(i * 128 + p)] * w2[size_t(p * 10 + j)];
+      want[size_t(i * 10 + j)] = s;
+    }
+  check("mlp", y, want);
+  std::printf("mlp %lldx64 -> 128 -> 10: %s, %.1f us\n", (long long)m,
+              taken(nn::mlp_explain(vx, vw1, vb1, vw2, vb2, vy)).c_str(), us);
+}
+
+void rows(bool softmax, int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(m * d), rng), y = poisoned(size_t(m * d));
+  kiln::TensorView vx(x.data(), {m, d}), vy(y.data(), {m, d});
+  double us = time_us([&] { return softmax ? nn::softmax_rows(vx, vy, ctx) : nn::layernorm_rows(vx, vy, ctx); });
+  std::vector<double> want(size_t(m * d));
+  for (int64_t i = 0; i < m; ++i) {
+    const float* r = x.data() + i * d;
+    double* w = want.data() + i * d;
+    if (softmax) {
+      double mx = *std::max_element(r, r + d), sum = 0;
+      for (int64_t j = 0; j < d; ++j) sum += w[j] = std::exp(double(r[j]) - mx);
+      for (int64_t j = 0; j < d; ++j) w[j] /= sum;
+    } else {
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < d; ++j) mean += r[j];
+      mean /= double(d);
+      for (int64_t j = 0; j < d; ++j) var += (r[j] - mean) * (r[j] - mean);
+      var /= double(d);
+      for (int64_t j = 0; j < d; ++j) w[j] = (r[j] - mean) / std::sqrt(var + 1e-5);
+    }
+  }
+  const char* name = softmax ? "softmax_rows" : "layernorm_rows";
+  check(name, y, want);
+  std::string variant = taken(softmax ? nn::softmax_rows_explain(vx, vy) : nn::layernorm_rows_explain(vx, vy));
+  std::printf("%s %lldx%lld: %s, %.1f us\n", name, (long long)m, (long long)d, variant.c_str(), us);
+}
+
+void conv(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(batch * 8 * 16 * 16), rng), w = random_vector(16 * 8 * 9, rng),
+                     bias = random_vector(16, rng), y = poisoned(size_t(batch * 16 * 16 * 16));
+  kiln::TensorView vx(x.data(), {batch, 8, 16, 16}), vw(w.data(), {16, 8, 3, 3}), vb(bias.data(), {16}),
+      vy(y.data(), {batch, 16, 16, 16});
+  double us = time_us([&] { return nn::conv(vx, vw, vb, vy, ctx); });
+  std::vector<double> want(y.size());
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t o = 0; o < 16; ++o)
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 16; ++j) {
+          double s = bias[size_t(o)];
+          for (int64_t c = 0; c < 8; ++c)
+            for (int64_t di = 0; di < 3; ++di)
+              for (int64_t dj = 0; dj < 3; ++dj) {
+                int64_t ii = i + di - 1, jj = j + dj - 1;
+                if (ii < 0 || ii >= 16 || jj < 0 || jj >= 16) continue;
+                s += double(x[size_t(((n * 8 + c) * 16 + ii) * 16 + jj)]) * w[size_t(((o * 8 + c) * 3 + di) * 3 + dj)];
+              }
+          want[size_t(((n * 16 + o) * 16 + i) * 16 + j)] = std::max(0.0, s);
+        }
+  check("conv", y, want);
+  std::printf("conv %lldx8x16x16 * 16x8x3x3: %s, %.1f us\n", (long long)batch,
+              taken(nn::conv_explain(vx, vw, vb, vy)).c_str(), us);
+}
+
+// a bad call returns a status that says what is wrong; nothing runs
+void bad_calls() {
+  std::vector<float> a(64), b(64), c(64);
+  auto expect = [](const char* what, const kiln::Status& s, const std::string& message) {
+    if (s.ok() || s.message() != message) {
+      std::printf("  WRONG STATUS for %s: %s\n", what, s.ok() ? "ok" : s.message().c_str());
+      ++failures;
+    }
+  };
+  expect("a wrong rank",
+         nn::gemm(kiln::TensorView(a.data(), {64}), kiln::TensorView(b.data(), {8, 8}),
+                  kiln::TensorView(c.data(), {8, 8})),
+         "gemm: argument a: expected rank 2, got rank 1");
+  expect("inconsistent dims",
+         nn::gemm(kiln::TensorView(a.data(), {8, 8}), kiln::TensorView(b.data(), {4, 16}),
+                  kiln::TensorView(c.data(), {8, 16})),
+         "gemm: argument b: dim 0 (K) is 4, but argument a dim 1 set K = 8");
+  std::printf("bad calls: statuses as expected\n");
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937 rng(42);
+  kiln::Context ctx(2);  // two threads; a call without a context runs on the calling thread
+  std::printf("kiln consumer app: kernels of nn.kiln on a CPU with %s\n", kiln::cpu_features_string().c_str());
+  gemm(1, 256, 256, nullptr, rng);  // a vector-matrix product: the M == 1 variant
+  gemm(32, 64, 128, &ctx, rng);     // M % 16 == 0 and N % 64 == 0
+  gemm(37, 50, 70, &ctx, rng);      // no bucket: the generic variant
+  gemm(256, 256, 256, &ctx, rng);
+  mlp(1, nullptr, rng);
+  mlp(48, &ctx, rng);
+  mlp(5, &ctx, rng);
+  rows(true, 4, 1024, &ctx, rng);  // D % 64 == 0
+  rows(true, 3, 1000, &ctx, rng);
+  rows(false, 16, 512, &ctx, rng);
+  rows(false, 7, 77, nullptr, rng);
+  conv(1, nullptr, rng);  // B == 1
+  conv(3, &ctx, rng);
+  bad_calls();
+  if (failures) {
+    std::printf("%d FAILURES\n", failures);
+    return 1;
+  }
+  std::printf("all results match the reference\n");
+  return 0;
+}

@@ -71,6 +71,13 @@ uint64_t hash_str(std::string_view s) {
   return h;
 }
 
+// a plain loop: std::equal over pointers calls memcmp, slow for the usual one to three sources
+bool same_srcs(std::span<const UOp* const> a, const UOp* const* b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 uint64_t hash_arg(const Arg& a) {
   uint64_t h = a.index();
   std::visit(
@@ -157,7 +164,7 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
     if (t[i].hash != h) continue;
     const UOp* u = t[i].u;
     if (u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
-    if (!std::equal(src.begin(), src.end(), u->srcs_)) continue;
+    if (!same_srcs(src, u->srcs_)) continue;
     if (u->arg_ == arg) return u;
   }
   // intern names so args never point into caller memory
@@ -252,7 +259,7 @@ static DType result_dtype(Op op, std::span<const UOp* const> src) {
 }
 
 const UOp* UOp::with_src(std::span<const UOp* const> s) const {
-  if (s.size() == nsrc_ && std::equal(s.begin(), s.end(), srcs_)) return this;
+  if (s.size() == nsrc_ && same_srcs(s, srcs_)) return this;
   return ctx_->make(op, dtype, s, arg_, tag);
 }
 const UOp* UOp::with_arg(Arg a) const { return ctx_->make(op, dtype, src(), std::move(a), tag); }

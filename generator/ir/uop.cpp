@@ -403,11 +403,27 @@ std::vector<const UOp*> toposort(const UOp* root) {
   return out;
 }
 
-bool in_backward_slice(const UOp* root, OpSet ops) {
-  for (const UOp* u : toposort(root))
-    if (ops.has(u->op)) return true;
-  return false;
+OpSet Context::ops_below(const UOp* root) {
+  if (ops_below_.size() < nodes_.size()) ops_below_.resize(nodes_.size());
+  if (!ops_below_[root->id].empty()) return ops_below_[root->id];
+  // post-order over the nodes not computed yet; a node's sources are done before it
+  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      if (ops_below_[s->id].empty()) stack.push_back({s, 0});
+      continue;
+    }
+    OpSet ops(u->op);
+    for (const UOp* s : u->src()) ops = ops | ops_below_[s->id];
+    ops_below_[u->id] = ops;
+    stack.pop_back();
+  }
+  return ops_below_[root->id];
 }
+
+bool in_backward_slice(const UOp* root, OpSet ops) { return root->ctx().ops_below(root).intersects(ops); }
 
 bool contains(const UOp* root, const UOp* needle) {
   if (root == needle) return true;

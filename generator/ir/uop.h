@@ -204,6 +204,9 @@ class Context {
   size_t size() const { return nodes_.size(); }
   const UOp* node(uint32_t id) const { return nodes_[id]; }
 
+  // The ops of a node's graph (itself included), computed once per node.
+  OpSet ops_below(const UOp* root);
+
   // Fixed points of pure matchers (see PatternMatcher::remember_fixed_points): bit `b` of node
   // `id` says that no rule of that matcher changes the node or anything below it.
   bool fixed(uint32_t id, uint8_t b) const { return id < fixed_.size() && (fixed_[id] & b); }
@@ -218,6 +221,7 @@ class Context {
   std::vector<const UOp*> nodes_;
   std::vector<uint32_t> marks_;
   std::vector<uint8_t> fixed_;
+  std::vector<OpSet> ops_below_;  // by id; empty: not computed yet (a node's own op is always in it)
   uint32_t epoch_ = 0;
 };
 

@@ -353,8 +353,10 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, R
   return Rewriter(pm, ctx, opts, root->ctx()).run(root);
 }
 
-const UOp* substitute(const UOp* root, const SubMap& map) {
-  if (map.empty()) return root;
+// substitute on each of `roots` in place, with one rewrite: what an earlier root finished is
+// final for the later ones
+static void substitute_each(std::span<const UOp*> roots, const SubMap& map) {
+  if (map.empty() || roots.empty()) return;
   static const PatternMatcher none;
   RewriteOptions o;
   o.bottom_up = true;
@@ -362,7 +364,19 @@ const UOp* substitute(const UOp* root, const SubMap& map) {
   // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
   uint32_t oldest_key = UINT32_MAX;
   for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
-  return Rewriter(none, nullptr, o, root->ctx(), oldest_key, &map).run(root);
+  Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, &map);
+  for (const UOp*& r : roots) r = rw.run(r);
+}
+
+const UOp* substitute(const UOp* root, const SubMap& map) {
+  substitute_each(std::span<const UOp*>(&root, 1), map);
+  return root;
+}
+
+std::vector<const UOp*> substitute(std::span<const UOp* const> roots, const SubMap& map) {
+  std::vector<const UOp*> out(roots.begin(), roots.end());
+  substitute_each(out, map);
+  return out;
 }
 
 }  // namespace kiln

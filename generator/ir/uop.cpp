@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <mutex>
 #include <unordered_set>
 
 namespace kiln {
@@ -115,15 +116,46 @@ uint64_t hash_arg(const Arg& a) {
 
 // ---------------------------------------------------------------- the arena
 
+// Arena blocks of Contexts gone, kept for the next Context: fresh memory costs a page fault per
+// page on first touch, a good part of compiling a kernel in a fresh Context. Never destroyed, so
+// a Context that outlives static destruction still has it.
+constexpr size_t kBlockSize = size_t(1) << 20;
+constexpr size_t kPooledBlocks = 16;
+struct BlockPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<std::byte[]>> blocks;
+};
+static BlockPool& block_pool() {
+  static BlockPool* pool = new BlockPool;
+  return *pool;
+}
+
 struct Context::Impl {
   // bump allocator for nodes and source arrays
   std::vector<std::unique_ptr<std::byte[]>> blocks;
+  std::vector<size_t> block_sizes;
   size_t used = 0, cap = 0;
+  ~Impl() {
+    BlockPool& pool = block_pool();
+    std::lock_guard lock(pool.mu);
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (block_sizes[i] == kBlockSize && pool.blocks.size() < kPooledBlocks)
+        pool.blocks.push_back(std::move(blocks[i]));
+  }
   void* alloc(size_t bytes, size_t align) {
     used = (used + align - 1) & ~(align - 1);
     if (used + bytes > cap) {
-      cap = std::max<size_t>(size_t(1) << 20, bytes + align);
-      blocks.emplace_back(new std::byte[cap]);
+      cap = std::max<size_t>(kBlockSize, bytes + align);
+      if (cap == kBlockSize) {
+        BlockPool& pool = block_pool();
+        std::lock_guard lock(pool.mu);
+        if (!pool.blocks.empty()) {
+          blocks.push_back(std::move(pool.blocks.back()));
+          pool.blocks.pop_back();
+        }
+      }
+      if (block_sizes.size() == blocks.size()) blocks.emplace_back(new std::byte[cap]);
+      block_sizes.push_back(cap);
       used = 0;
     }
     void* p = blocks.back().get() + used;

@@ -152,7 +152,7 @@ const UOp* merge_reduce_ends(const UOp* sink) {
       if (pi > 0) {  // a reset place of its own: its own copy of the loops
         std::unordered_map<const UOp*, const UOp*> clone;
         for (const UOp*& r : rs) r = clone[r] = clone_range(r, next_axis++);
-        for (const UOp*& e : ends) e = substitute(e, clone);
+        ends = substitute(ends, clone);  // one walk over what the copies share
       }
       const UOp* end = ends[0];
       if (ends.size() > 1) {

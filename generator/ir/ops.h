@@ -80,6 +80,7 @@ class OpSet {
     r.bits_[1] &= ~o.bits_[1];
     return r;
   }
+  constexpr bool intersects(OpSet o) const { return (bits_[0] & o.bits_[0]) != 0 || (bits_[1] & o.bits_[1]) != 0; }
   template <class F> constexpr void for_each(F&& f) const {
     for (int i = 0; i < kNumOps; ++i)
       if (has(static_cast<Op>(i))) f(static_cast<Op>(i));

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <mutex>
 #include <unordered_set>
 
 namespace kiln {
@@ -71,6 +72,13 @@ uint64_t hash_str(std::string_view s) {
   return h;
 }
 
+// a plain loop: std::equal over pointers calls memcmp, slow for the usual one to three sources
+bool same_srcs(std::span<const UOp* const> a, const UOp* const* b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 uint64_t hash_arg(const Arg& a) {
   uint64_t h = a.index();
   std::visit(
@@ -108,15 +116,46 @@ uint64_t hash_arg(const Arg& a) {
 
 // ---------------------------------------------------------------- the arena
 
+// Arena blocks of Contexts gone, kept for the next Context: fresh memory costs a page fault per
+// page on first touch, a good part of compiling a kernel in a fresh Context. Never destroyed, so
+// a Context that outlives static destruction still has it.
+constexpr size_t kBlockSize = size_t(1) << 20;
+constexpr size_t kPooledBlocks = 16;
+struct BlockPool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<std::byte[]>> blocks;
+};
+static BlockPool& block_pool() {
+  static BlockPool* pool = new BlockPool;
+  return *pool;
+}
+
 struct Context::Impl {
   // bump allocator for nodes and source arrays
   std::vector<std::unique_ptr<std::byte[]>> blocks;
+  std::vector<size_t> block_sizes;
   size_t used = 0, cap = 0;
+  ~Impl() {
+    BlockPool& pool = block_pool();
+    std::lock_guard lock(pool.mu);
+    for (size_t i = 0; i < blocks.size(); ++i)
+      if (block_sizes[i] == kBlockSize && pool.blocks.size() < kPooledBlocks)
+        pool.blocks.push_back(std::move(blocks[i]));
+  }
   void* alloc(size_t bytes, size_t align) {
     used = (used + align - 1) & ~(align - 1);
     if (used + bytes > cap) {
-      cap = std::max<size_t>(size_t(1) << 20, bytes + align);
-      blocks.emplace_back(new std::byte[cap]);
+      cap = std::max<size_t>(kBlockSize, bytes + align);
+      if (cap == kBlockSize) {
+        BlockPool& pool = block_pool();
+        std::lock_guard lock(pool.mu);
+        if (!pool.blocks.empty()) {
+          blocks.push_back(std::move(pool.blocks.back()));
+          pool.blocks.pop_back();
+        }
+      }
+      if (block_sizes.size() == blocks.size()) blocks.emplace_back(new std::byte[cap]);
+      block_sizes.push_back(cap);
       used = 0;
     }
     void* p = blocks.back().get() + used;
@@ -157,7 +196,7 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
     if (t[i].hash != h) continue;
     const UOp* u = t[i].u;
     if (u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
-    if (!std::equal(src.begin(), src.end(), u->srcs_)) continue;
+    if (!same_srcs(src, u->srcs_)) continue;
     if (u->arg_ == arg) return u;
   }
   // intern names so args never point into caller memory
@@ -252,7 +291,7 @@ static DType result_dtype(Op op, std::span<const UOp* const> src) {
 }
 
 const UOp* UOp::with_src(std::span<const UOp* const> s) const {
-  if (s.size() == nsrc_ && std::equal(s.begin(), s.end(), srcs_)) return this;
+  if (s.size() == nsrc_ && same_srcs(s, srcs_)) return this;
   return ctx_->make(op, dtype, s, arg_, tag);
 }
 const UOp* UOp::with_arg(Arg a) const { return ctx_->make(op, dtype, src(), std::move(a), tag); }
@@ -396,11 +435,27 @@ std::vector<const UOp*> toposort(const UOp* root) {
   return out;
 }
 
-bool in_backward_slice(const UOp* root, OpSet ops) {
-  for (const UOp* u : toposort(root))
-    if (ops.has(u->op)) return true;
-  return false;
+OpSet Context::ops_below(const UOp* root) {
+  if (ops_below_.size() < nodes_.size()) ops_below_.resize(nodes_.size());
+  if (!ops_below_[root->id].empty()) return ops_below_[root->id];
+  // post-order over the nodes not computed yet; a node's sources are done before it
+  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      if (ops_below_[s->id].empty()) stack.push_back({s, 0});
+      continue;
+    }
+    OpSet ops(u->op);
+    for (const UOp* s : u->src()) ops = ops | ops_below_[s->id];
+    ops_below_[u->id] = ops;
+    stack.pop_back();
+  }
+  return ops_below_[root->id];
 }
+
+bool in_backward_slice(const UOp* root, OpSet ops) { return root->ctx().ops_below(root).intersects(ops); }
 
 bool contains(const UOp* root, const UOp* needle) {
   if (root == needle) return true;

@@ -204,6 +204,16 @@ class Context {
   size_t size() const { return nodes_.size(); }
   const UOp* node(uint32_t id) const { return nodes_[id]; }
 
+  // The ops of a node's graph (itself included), computed once per node.
+  OpSet ops_below(const UOp* root);
+
+  // verify() passed on the node and everything below it (verify.cpp)
+  bool verified(uint32_t id) const { return id < verified_.size() && verified_[id]; }
+  void set_verified(uint32_t id) {
+    if (id >= verified_.size()) verified_.resize(std::max(nodes_.size(), size_t(id) + 1), 0);
+    verified_[id] = 1;
+  }
+
   // Fixed points of pure matchers (see PatternMatcher::remember_fixed_points): bit `b` of node
   // `id` says that no rule of that matcher changes the node or anything below it.
   bool fixed(uint32_t id, uint8_t b) const { return id < fixed_.size() && (fixed_[id] & b); }
@@ -218,6 +228,8 @@ class Context {
   std::vector<const UOp*> nodes_;
   std::vector<uint32_t> marks_;
   std::vector<uint8_t> fixed_;
+  std::vector<uint8_t> verified_;
+  std::vector<OpSet> ops_below_;  // by id; empty: not computed yet (a node's own op is always in it)
   uint32_t epoch_ = 0;
 };
 

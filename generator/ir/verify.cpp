@@ -75,12 +75,30 @@ static std::optional<std::string> check(const UOp* u) {
 }
 
 std::optional<std::string> verify(const UOp* root) {
-  for (const UOp* u : toposort(root)) {
+  // post-order, as toposort; a graph verified before (the most of it, after every stage) is not
+  // walked again: nodes are immutable, and check() reads a node and its sources only
+  Context& ctx = root->ctx();
+  if (ctx.verified(root->id)) return std::nullopt;
+  uint32_t epoch = ctx.new_epoch();
+  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  ctx.mark(root->id) = epoch;
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->nsrc()) {
+      const UOp* s = u->src(i++);
+      if (ctx.mark(s->id) != epoch && !ctx.verified(s->id)) {
+        ctx.mark(s->id) = epoch;
+        stack.push_back({s, 0});
+      }
+      continue;
+    }
     if (auto e = check(u)) {
       std::string text = print(u);
       if (text.size() > 300) text = text.substr(0, 300) + "...";
       return std::string(op_name(u->op)) + ": " + *e + ": " + text;
     }
+    ctx.set_verified(u->id);  // it and everything below it
+    stack.pop_back();
   }
   return std::nullopt;
 }

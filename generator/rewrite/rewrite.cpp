@@ -116,6 +116,8 @@ void PatternMatcher::reset_stats() const {
 
 namespace {
 
+using SubMap = std::unordered_map<const UOp*, const UOp*>;
+
 struct Entry {
   const UOp* n;
   int stage;
@@ -126,9 +128,10 @@ class Rewriter {
  public:
   // unchanged_below: the caller knows that no rule changes a node created before this id (nor,
   // as sources are older than their users, anything below it)
+  // subst: rewrite by this map instead of pm's rules (substitute: the same walk, without matching)
   Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
-           uint32_t unchanged_below = 0)
-      : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below) {
+           uint32_t unchanged_below = 0, const SubMap* subst = nullptr)
+      : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below), subst_(subst) {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
     // a pure matcher's rules never read the context; with one given, do not trust the marks
     fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
@@ -176,7 +179,7 @@ class Rewriter {
         }
         if (!ready) continue;
         const UOp* next;
-        if (std::equal(srcs_.begin(), srcs_.end(), e.new_n->src().begin(), e.new_n->src().end())) {
+        if (same_srcs(e.new_n)) {
           const UOp* r = opts_.bottom_up ? nullptr : apply(e.new_n);
           if (r == nullptr) {
             // no rule fires on it (bottom-up: checked before its sources) and its sources are final
@@ -242,10 +245,25 @@ class Rewriter {
   // `e` continues once `x` is final
   void wait_for(const UOp* x, const Entry& e) { slot(x).waiting.push_back(e); }
 
+  // srcs_ holds exactly u's sources (a plain loop: std::equal calls memcmp)
+  bool same_srcs(const UOp* u) const {
+    size_t n = u->nsrc();
+    if (srcs_.size() != n) return false;
+    for (size_t i = 0; i < n; ++i)
+      if (srcs_[i] != u->src(i)) return false;
+    return true;
+  }
+
   const UOp* apply(const UOp* u) {
-    const UOp* r = pm_.rewrite(u, ctx_);
+    const UOp* r;
+    if (subst_) {
+      auto it = subst_->find(u);
+      r = it == subst_->end() || it->second == u ? nullptr : it->second;
+    } else {
+      r = pm_.rewrite(u, ctx_);
+    }
     if (r != nullptr) {
-      recent_[nrecent_++ % recent_.size()] = pm_.last_rule();
+      recent_[nrecent_++ % recent_.size()] = subst_ ? nullptr : pm_.last_rule();
       if (++count_ > cap_) fail();
     }
     return r;
@@ -284,6 +302,7 @@ class Rewriter {
   RewriteOptions opts_;
   Context& ctx_of_nodes_;
   uint32_t unchanged_below_;
+  const SubMap* subst_;
   uint8_t fixed_bit_ = 0;
   uint64_t cap_ = 0, count_ = 0;
   // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
@@ -334,20 +353,30 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, R
   return Rewriter(pm, ctx, opts, root->ctx()).run(root);
 }
 
-const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map) {
-  if (map.empty()) return root;
-  static const PatternMatcher pm({Rule(UPat(), [](const Match& m, void* ctx) -> const UOp* {
-    const auto& mp = *static_cast<const std::unordered_map<const UOp*, const UOp*>*>(ctx);
-    auto it = mp.find(m.root);
-    return it == mp.end() ? nullptr : it->second;
-  })});
+// substitute on each of `roots` in place, with one rewrite: what an earlier root finished is
+// final for the later ones
+static void substitute_each(std::span<const UOp*> roots, const SubMap& map) {
+  if (map.empty() || roots.empty()) return;
+  static const PatternMatcher none;
   RewriteOptions o;
   o.bottom_up = true;
   o.name = "substitute";
   // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
   uint32_t oldest_key = UINT32_MAX;
   for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
-  return Rewriter(pm, const_cast<void*>(static_cast<const void*>(&map)), o, root->ctx(), oldest_key).run(root);
+  Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, &map);
+  for (const UOp*& r : roots) r = rw.run(r);
+}
+
+const UOp* substitute(const UOp* root, const SubMap& map) {
+  substitute_each(std::span<const UOp*>(&root, 1), map);
+  return root;
+}
+
+std::vector<const UOp*> substitute(std::span<const UOp* const> roots, const SubMap& map) {
+  std::vector<const UOp*> out(roots.begin(), roots.end());
+  substitute_each(out, map);
+  return out;
 }
 
 }  // namespace kiln

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -87,5 +88,9 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx = 
 
 // Replace nodes by others everywhere below root (the replacements are visited too).
 const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+// The same on each root in turn (the same results, the same nodes made in the same order), the
+// graph the roots share walked once.
+std::vector<const UOp*> substitute(std::span<const UOp* const> roots,
+                                   const std::unordered_map<const UOp*, const UOp*>& map);
 
 }  // namespace kiln

@@ -209,6 +209,11 @@ TEST(RuntimeTensorView, UntypedAndSpanShapes) {
   EXPECT_EQ(d.dim(0), 4);
   EXPECT_FALSE(d.writable());
 
+  // A typed pointer with an explicit DType keeps its constness.
+  const float* cdata = data;
+  EXPECT_TRUE(TensorView(data, DType::Uint32, {24}).writable());
+  EXPECT_FALSE(TensorView(cdata, DType::Uint32, {24}).writable());
+
   const TensorView scalar(data, {});
   EXPECT_EQ(scalar.rank(), 0);
 }

@@ -226,8 +226,8 @@ Status bind_dim(const char* kernel, const char* arg, int32_t axis, const char* d
 // Calls fn once per core through ctx's pool when parallel and ctx has more than one thread;
 // otherwise fn(bufs, vars, 0, 1) on the calling thread, at the cost of the call alone.
 Status run(Context* ctx, kiln_kernel_fn fn, void* const* bufs, const int64_t* vars, bool parallel);
-// Scratch memory for one call, 64-byte aligned: ctx's (caller-given or its own), or a
-// thread_local block without a ctx. nullptr with ok for 0 bytes; nullptr with
+// Scratch memory for one call: ctx's caller-given block, or a 64-byte aligned block of ctx's own
+// or (without a ctx) of the calling thread's, grown as needed and kept. nullptr with ok for 0 bytes; nullptr with
 // ResourceExhausted when it cannot be had.
 void* workspace(Context* ctx, size_t bytes, Status* status);
 

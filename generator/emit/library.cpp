@@ -783,6 +783,7 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
       for (const std::string& fl : t.flags) s += " " + fl;
       s += " */\n";
     }
+    s += "#include <kiln/kernel_abi.h>\n#if KILN_ABI_VERSION != 1\n#error \"these kernels are for kiln ABI 1\"\n#endif\n";
     if (!t.arch_guard.empty()) s += "#if " + t.arch_guard + "\n";
     s += render::c_preamble();
     for (const KernelInfo& k : kernels_)

@@ -1,0 +1,237 @@
+// kiln's C++ runtime: what applications and the generated dispatch glue use. Tensors are
+// described by TensorView, errors come back as Status (nothing throws across this API), and a
+// Context holds the thread pool and the workspace that kernels share.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "kiln/kernel_abi.h"
+
+struct kiln_context;  // kiln_c.h
+
+namespace kiln {
+
+// The runtime's names live in a versioned inline namespace: user code says kiln::Context, and a
+// binary that also links kiln's generator (which has its own kiln::Context and kiln::DType) sees
+// distinct symbols.
+inline namespace runtime_v1 {
+
+// ---------------------------------------------------------------- dtypes
+
+enum class DType : int32_t {
+  Bool = KILN_BOOL,
+  Int8 = KILN_INT8,
+  Uint8 = KILN_UINT8,
+  Int16 = KILN_INT16,
+  Uint16 = KILN_UINT16,
+  Int32 = KILN_INT32,
+  Uint32 = KILN_UINT32,
+  Int64 = KILN_INT64,
+  Uint64 = KILN_UINT64,
+  Float16 = KILN_FLOAT16,
+  BFloat16 = KILN_BFLOAT16,
+  Float32 = KILN_FLOAT32,
+  Float64 = KILN_FLOAT64,
+};
+
+// "bool", "i8", ..., "bf16", "f32", "f64" as in specs; "unknown" for a value outside the enum.
+const char* dtype_name(DType dtype);
+// Bytes per element; 0 for a value outside the enum.
+size_t dtype_size(DType dtype);
+
+// 16-bit storage types, so that a TensorView of half-precision data deduces its dtype.
+struct float16 {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
+
+// The element type -> dtype trait behind TensorView's deduction.
+template <class T> struct DTypeOf { static constexpr bool supported = false; };
+#define KILN_DTYPE_OF(T, D)                  \
+  template <> struct DTypeOf<T> {            \
+    static constexpr bool supported = true;  \
+    static constexpr DType value = DType::D; \
+  };
+KILN_DTYPE_OF(bool, Bool)
+KILN_DTYPE_OF(int8_t, Int8)
+KILN_DTYPE_OF(uint8_t, Uint8)
+KILN_DTYPE_OF(int16_t, Int16)
+KILN_DTYPE_OF(uint16_t, Uint16)
+KILN_DTYPE_OF(int32_t, Int32)
+KILN_DTYPE_OF(uint32_t, Uint32)
+KILN_DTYPE_OF(int64_t, Int64)
+KILN_DTYPE_OF(uint64_t, Uint64)
+KILN_DTYPE_OF(float16, Float16)
+KILN_DTYPE_OF(bfloat16, BFloat16)
+KILN_DTYPE_OF(float, Float32)
+KILN_DTYPE_OF(double, Float64)
+#undef KILN_DTYPE_OF
+
+template <class T> constexpr DType dtype_of() {
+  static_assert(DTypeOf<T>::supported,
+                "kiln::TensorView: unsupported element type; use bool, int8_t..int64_t, uint8_t..uint64_t, "
+                "kiln::float16, kiln::bfloat16, float or double (or the void* constructor with a DType)");
+  if constexpr (DTypeOf<T>::supported) {
+    return DTypeOf<T>::value;
+  } else {
+    return DType::Bool;
+  }
+}
+
+// ---------------------------------------------------------------- status
+
+enum class StatusCode : int32_t {
+  Ok = KILN_OK,
+  InvalidArgument = KILN_INVALID_ARGUMENT,
+  OutOfRange = KILN_OUT_OF_RANGE,
+  Unsupported = KILN_UNSUPPORTED,
+  ResourceExhausted = KILN_RESOURCE_EXHAUSTED,
+  Internal = KILN_INTERNAL,
+};
+
+// "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a value outside the enum.
+const char* status_code_name(StatusCode code);
+
+// Ok, or a code and a message. The ok path neither allocates nor frees.
+class Status {
+ public:
+  Status() noexcept = default;
+  // An Ok code keeps no message. Should the message not fit in memory, the code is kept without it.
+  Status(StatusCode code, std::string message) noexcept;
+  Status(const Status& other) noexcept;
+  Status& operator=(const Status& other) noexcept;
+  Status(Status&& other) noexcept : code_(other.code_), message_(std::move(other.message_)) {
+    other.code_ = StatusCode::Ok;
+  }
+  Status& operator=(Status&& other) noexcept;
+  ~Status() = default;
+
+  static Status Ok() noexcept { return Status(); }
+
+  bool ok() const noexcept { return code_ == StatusCode::Ok; }
+  StatusCode code() const noexcept { return code_; }
+  const std::string& message() const noexcept;  // empty for ok
+
+ private:
+  StatusCode code_ = StatusCode::Ok;
+  std::unique_ptr<std::string> message_;
+};
+
+// ---------------------------------------------------------------- tensors
+
+// A contiguous row-major tensor someone else owns. A view of const data is not writable.
+struct TensorView {
+  kiln_tensor t;
+
+  template <class T>
+  TensorView(T* data, std::initializer_list<int64_t> shape)
+      : TensorView(data, std::span<const int64_t>(shape.begin(), shape.size())) {}
+  template <class T> TensorView(T* data, std::span<const int64_t> shape) {
+    init(const_cast<std::remove_const_t<T>*>(data), dtype_of<std::remove_const_t<T>>(), shape, !std::is_const_v<T>);
+  }
+  TensorView(void* data, DType dtype, std::initializer_list<int64_t> shape)
+      : TensorView(data, dtype, std::span<const int64_t>(shape.begin(), shape.size())) {}
+  TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape)
+      : TensorView(data, dtype, std::span<const int64_t>(shape.begin(), shape.size())) {}
+  TensorView(void* data, DType dtype, std::span<const int64_t> shape) { init(data, dtype, shape, true); }
+  TensorView(const void* data, DType dtype, std::span<const int64_t> shape) {
+    init(const_cast<void*>(data), dtype, shape, false);
+  }
+
+  void* data() const { return t.data; }
+  DType dtype() const { return static_cast<DType>(t.dtype); }
+  int32_t rank() const { return t.rank; }  // -1: more than KILN_MAX_RANK dims
+  int64_t dim(int32_t i) const { return i >= 0 && i < t.rank ? t.shape[i] : 0; }
+  bool writable() const { return t.writable != 0; }
+
+ private:
+  void init(void* data, DType dtype, std::span<const int64_t> shape, bool writable);
+};
+
+// ---------------------------------------------------------------- context
+
+class Context;
+namespace detail {
+void* workspace(Context* ctx, size_t bytes, Status* status);
+}
+
+// The thread pool and the workspace that calls through it share. One call at a time: a
+// parallel_for that finds the pool busy (another thread's call, or one from inside a task) runs
+// its tasks on the calling thread instead of waiting.
+class Context {
+ public:
+  using ParallelFor = void (*)(void* user, int32_t n, void (*task)(void* arg, int32_t i), void* arg);
+
+  Context();  // std::thread::hardware_concurrency() threads
+  explicit Context(int threads);
+  ~Context();  // joins the pool's threads
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  Context(Context&&) = delete;
+  Context& operator=(Context&&) = delete;
+
+  // The number of parts parallel work is split into, the calling thread included; clamped to 1..256.
+  void set_threads(int n);
+  int threads() const { return threads_; }
+
+  // The application's own parallel-for, used instead of the pool: it must run task(arg, i) for
+  // every i in [0, n) and return when all are done. (nullptr, nullptr) goes back to the pool.
+  void set_parallel_for(ParallelFor fn, void* user);
+
+  // Caller-owned workspace (64-byte alignment recommended): the context then never allocates, and
+  // a call that needs more fails with ResourceExhausted. (nullptr, 0) goes back to allocating.
+  void set_workspace(void* ptr, size_t bytes);
+
+  // Runs task(arg, i) for every i in [0, n), the calling thread included; returns when all are
+  // done. The pool's threads start on first use and are reused.
+  void parallel_for(int32_t n, void (*task)(void* arg, int32_t i), void* arg);
+
+ private:
+  struct Impl;
+  friend void* detail::workspace(Context* ctx, size_t bytes, Status* status);
+
+  int threads_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The Context inside a kiln_c.h handle (nullptr for nullptr).
+Context* from_c(kiln_context* ctx);
+
+// ---------------------------------------------------------------- CPU features
+
+// The KILN_CPU_* bits of this machine, detected once. AVX512 is reported only with AVX2.
+uint32_t cpu_features();
+// "avx2 avx512", "avx2" or "none".
+std::string cpu_features_string();
+
+// ---------------------------------------------------------------- for generated code
+
+// What the generated dispatch glue calls. A failing check's message starts with "<kernel>: ".
+namespace detail {
+
+Status check_tensor(const char* kernel, const char* arg, const TensorView& v, DType dtype, int32_t rank, bool output);
+Status check_extent(const char* kernel, const char* arg, int32_t axis, int64_t actual, int64_t expected);
+// Binds a symbolic dim on first sight (*value == -1) after checking its declared range; later
+// sightings must agree. bound_by_arg/bound_by_axis remember who bound it, for the message.
+Status bind_dim(const char* kernel, const char* arg, int32_t axis, const char* dim, int64_t actual, int64_t min,
+                int64_t max, int64_t* value, const char** bound_by_arg, int32_t* bound_by_axis);
+// Calls fn once per core through ctx's pool when parallel and ctx has more than one thread;
+// otherwise fn(bufs, vars, 0, 1) on the calling thread, at the cost of the call alone.
+Status run(Context* ctx, kiln_kernel_fn fn, void* const* bufs, const int64_t* vars, bool parallel);
+// Scratch memory for one call: ctx's caller-given block, or a 64-byte aligned block of ctx's own
+// or (without a ctx) of the calling thread's, grown as needed and kept. nullptr with ok for 0 bytes; nullptr with
+// ResourceExhausted when it cannot be had.
+void* workspace(Context* ctx, size_t bytes, Status* status);
+
+}  // namespace detail
+
+}  // namespace runtime_v1
+}  // namespace kiln

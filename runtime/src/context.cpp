@@ -1,0 +1,252 @@
+// Context: the thread pool behind parallel_for and the workspace; detail::run and
+// detail::workspace, the two ways generated code uses a Context.
+#include "kiln/kiln.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kiln {
+inline namespace runtime_v1 {
+
+using Task = void (*)(void* arg, int32_t i);
+
+static constexpr int kMaxThreads = 256;
+static constexpr std::align_val_t kWorkspaceAlign{64};
+
+static int clamp_threads(int n) { return std::clamp(n, 1, kMaxThreads); }
+
+static int hardware_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return clamp_threads(static_cast<int>(std::min(hw, static_cast<unsigned>(kMaxThreads))));
+}
+
+static void run_serial(int32_t n, Task task, void* arg) {
+  for (int32_t i = 0; i < n; ++i) task(arg, i);
+}
+
+namespace {
+
+// A 64-byte aligned block kept for reuse and grown to the largest request; the old block is
+// freed only once the new one exists.
+class Block {
+ public:
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() { release(); }
+
+  void* get(size_t bytes) {
+    if (bytes <= bytes_) return ptr_;
+    void* p = ::operator new(bytes, kWorkspaceAlign, std::nothrow);
+    if (p == nullptr) return nullptr;
+    release();
+    ptr_ = p;
+    bytes_ = bytes;
+    return p;
+  }
+  void release() {
+    if (ptr_ != nullptr) ::operator delete(ptr_, kWorkspaceAlign);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Worker threads that sleep on a condition variable between jobs. A job is published under the
+// mutex with a new generation number; worker k takes part when k < helpers, and the caller waits
+// until every helper has left the job, so no straggler can take an index of the next one.
+class Pool {
+ public:
+  Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() { stop(); }
+
+  // Runs every task with up to `workers` pool threads besides the caller, which always runs
+  // task 0 first and then takes indices like the others.
+  void run(int workers, int32_t n, Task task, void* arg) {
+    if (threads_.empty()) start(workers);
+    const int helpers = static_cast<int>(std::min<int64_t>(n - 1, static_cast<int64_t>(threads_.size())));
+    if (helpers == 0) return run_serial(n, task, arg);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      task_ = task;
+      arg_ = arg;
+      n_ = n;
+      helpers_ = helpers;
+      busy_ = helpers;
+      next_.store(1, std::memory_order_relaxed);
+      ++generation_;
+    }
+    wake_.notify_all();
+    task(arg, 0);
+    take_tasks(n, task, arg);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+  }
+
+  // Joins the threads; the next run starts new ones.
+  void stop() {
+    if (threads_.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+    stopping_ = false;
+  }
+
+ private:
+  // As many threads as the system gives, up to `count`; with none, jobs run on the caller.
+  void start(int count) {
+    try {
+      threads_.reserve(static_cast<size_t>(count));
+      for (int k = 0; k < count; ++k) threads_.emplace_back([this, k, gen = generation_] { work(k, gen); });
+    } catch (...) {  // std::bad_alloc or std::system_error: make do with what started
+    }
+  }
+
+  void work(int index, uint64_t seen) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      if (index >= helpers_) continue;
+      const Task task = task_;
+      void* const arg = arg_;
+      const int32_t n = n_;
+      lock.unlock();
+      take_tasks(n, task, arg);
+      lock.lock();
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+
+  void take_tasks(int32_t n, Task task, void* arg) {
+    // 64-bit so that the increments past n of every thread cannot wrap around.
+    for (int64_t i; (i = next_.fetch_add(1, std::memory_order_relaxed)) < n;) task(arg, static_cast<int32_t>(i));
+  }
+
+  std::vector<std::thread> threads_;  // touched only by the thread running a job (or stop)
+  std::mutex mutex_;
+  std::condition_variable wake_;  // a new generation, or stopping_
+  std::condition_variable done_;  // busy_ reached 0
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  Task task_ = nullptr;
+  void* arg_ = nullptr;
+  int32_t n_ = 0;
+  int helpers_ = 0;
+  int busy_ = 0;
+  std::atomic<int64_t> next_{0};
+};
+
+}  // namespace
+
+struct Context::Impl {
+  Pool pool;
+  std::atomic<bool> pool_busy{false};
+  ParallelFor hook = nullptr;
+  void* hook_user = nullptr;
+  void* given_workspace = nullptr;
+  size_t given_workspace_bytes = 0;
+  Block own_workspace;
+};
+
+Context::Context() : Context(hardware_threads()) {}
+
+Context::Context(int threads) : threads_(clamp_threads(threads)), impl_(std::make_unique<Impl>()) {}
+
+Context::~Context() = default;
+
+void Context::set_threads(int n) {
+  const int threads = clamp_threads(n);
+  if (threads == threads_) return;
+  threads_ = threads;
+  impl_->pool.stop();  // restarted with the new size on next use
+}
+
+void Context::set_parallel_for(ParallelFor fn, void* user) {
+  impl_->hook = fn;
+  impl_->hook_user = fn ? user : nullptr;
+}
+
+void Context::set_workspace(void* ptr, size_t bytes) {
+  impl_->given_workspace = ptr;
+  impl_->given_workspace_bytes = ptr ? bytes : 0;
+  if (ptr) impl_->own_workspace.release();
+}
+
+void Context::parallel_for(int32_t n, Task task, void* arg) {
+  if (n <= 0) return;
+  if (n == 1) return task(arg, 0);
+  if (impl_->hook) return impl_->hook(impl_->hook_user, n, task, arg);
+  if (threads_ == 1) return run_serial(n, task, arg);
+  // A nested call (from a task) or a concurrent one runs on its own thread rather than wait.
+  if (impl_->pool_busy.exchange(true, std::memory_order_acquire)) return run_serial(n, task, arg);
+  impl_->pool.run(threads_ - 1, n, task, arg);
+  impl_->pool_busy.store(false, std::memory_order_release);
+}
+
+namespace detail {
+
+Status run(Context* ctx, kiln_kernel_fn fn, void* const* bufs, const int64_t* vars, bool parallel) {
+  if (fn == nullptr) return Status(StatusCode::Internal, "run: null kernel function");
+  if (parallel && ctx != nullptr && ctx->threads() > 1) {
+    struct Call {
+      kiln_kernel_fn fn;
+      void* const* bufs;
+      const int64_t* vars;
+      int32_t cores;
+    } call{fn, bufs, vars, ctx->threads()};
+    ctx->parallel_for(
+        call.cores,
+        [](void* p, int32_t core) {
+          const Call& c = *static_cast<const Call*>(p);
+          c.fn(c.bufs, c.vars, core, c.cores);
+        },
+        &call);
+    return Status();
+  }
+  fn(bufs, vars, 0, 1);
+  return Status();
+}
+
+void* workspace(Context* ctx, size_t bytes, Status* status) {
+  const auto fail = [status](std::string message) -> void* {
+    if (status) *status = Status(StatusCode::ResourceExhausted, std::move(message));
+    return nullptr;
+  };
+  const auto cannot_allocate = [&] { return fail("workspace: cannot allocate " + std::to_string(bytes) + " bytes"); };
+  if (status && !status->ok()) *status = Status();
+  if (bytes == 0) return nullptr;
+  if (ctx == nullptr) {
+    thread_local Block block;
+    void* p = block.get(bytes);
+    return p ? p : cannot_allocate();
+  }
+  Context::Impl& impl = *ctx->impl_;
+  if (impl.given_workspace != nullptr) {
+    if (bytes <= impl.given_workspace_bytes) return impl.given_workspace;
+    return fail("workspace: the call needs " + std::to_string(bytes) + " bytes, the context's workspace has " +
+                std::to_string(impl.given_workspace_bytes));
+  }
+  void* p = impl.own_workspace.get(bytes);
+  return p ? p : cannot_allocate();
+}
+
+}  // namespace detail
+}  // namespace runtime_v1
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// The CPU features generated kernels are compiled for, detected once at run time.
+#include "kiln/kiln.h"
+
+namespace kiln {
+inline namespace runtime_v1 {
+
+static uint32_t detect_cpu_features() {
+  uint32_t bits = 0;
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+  // __builtin_cpu_supports checks that the OS saves the AVX and AVX-512 registers (XGETBV) too.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) bits |= KILN_CPU_X86_AVX2;
+  // AVX-512 kernels may use AVX2 code as well, so the bit comes only with AVX2's.
+  if ((bits & KILN_CPU_X86_AVX2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+    bits |= KILN_CPU_X86_AVX512;
+  }
+#endif
+  return bits;
+}
+
+uint32_t cpu_features() {
+  static const uint32_t bits = detect_cpu_features();
+  return bits;
+}
+
+std::string cpu_features_string() {
+  const uint32_t bits = cpu_features();
+  std::string s;
+  if (bits & KILN_CPU_X86_AVX2) s += "avx2";
+  if (bits & KILN_CPU_X86_AVX512) s += s.empty() ? "avx512" : " avx512";
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace runtime_v1
+}  // namespace kiln

@@ -1,0 +1,150 @@
+// The runtime's value types: dtype names and sizes, Status, TensorView.
+#include "kiln/kiln.h"
+
+#include <algorithm>
+#include <new>
+
+namespace kiln {
+inline namespace runtime_v1 {
+
+static_assert(sizeof(bool) == 1 && sizeof(float16) == 2 && sizeof(bfloat16) == 2 && sizeof(float) == 4 &&
+                  sizeof(double) == 8,
+              "kiln: element types must have the sizes of their dtypes");
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+      return "bool";
+    case DType::Int8:
+      return "i8";
+    case DType::Uint8:
+      return "u8";
+    case DType::Int16:
+      return "i16";
+    case DType::Uint16:
+      return "u16";
+    case DType::Int32:
+      return "i32";
+    case DType::Uint32:
+      return "u32";
+    case DType::Int64:
+      return "i64";
+    case DType::Uint64:
+      return "u64";
+    case DType::Float16:
+      return "f16";
+    case DType::BFloat16:
+      return "bf16";
+    case DType::Float32:
+      return "f32";
+    case DType::Float64:
+      return "f64";
+  }
+  return "unknown";
+}
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::Bool:
+    case DType::Int8:
+    case DType::Uint8:
+      return 1;
+    case DType::Int16:
+    case DType::Uint16:
+    case DType::Float16:
+    case DType::BFloat16:
+      return 2;
+    case DType::Int32:
+    case DType::Uint32:
+    case DType::Float32:
+      return 4;
+    case DType::Int64:
+    case DType::Uint64:
+    case DType::Float64:
+      return 8;
+  }
+  return 0;
+}
+
+const char* status_code_name(StatusCode code) {
+  switch (code) {
+    case StatusCode::Ok:
+      return "OK";
+    case StatusCode::InvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::OutOfRange:
+      return "OUT_OF_RANGE";
+    case StatusCode::Unsupported:
+      return "UNSUPPORTED";
+    case StatusCode::ResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::Internal:
+      return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+// ---------------------------------------------------------------- Status
+
+// The message lives on the heap so that an ok Status is a code and a null pointer. Running out of
+// memory for a message must not turn an error into an exception: the code survives without it.
+static std::unique_ptr<std::string> copy_message(const std::string& s) noexcept {
+  try {
+    return std::make_unique<std::string>(s);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+Status::Status(StatusCode code, std::string message) noexcept : code_(code) {
+  if (code == StatusCode::Ok || message.empty()) return;
+  try {
+    message_ = std::make_unique<std::string>(std::move(message));
+  } catch (const std::bad_alloc&) {
+    message_ = nullptr;
+  }
+}
+
+Status::Status(const Status& other) noexcept : code_(other.code_) {
+  if (other.message_) message_ = copy_message(*other.message_);
+}
+
+Status& Status::operator=(const Status& other) noexcept {
+  if (this == &other) return *this;
+  code_ = other.code_;
+  message_ = other.message_ ? copy_message(*other.message_) : nullptr;
+  return *this;
+}
+
+Status& Status::operator=(Status&& other) noexcept {
+  if (this == &other) return *this;
+  code_ = other.code_;
+  message_ = std::move(other.message_);
+  other.code_ = StatusCode::Ok;
+  return *this;
+}
+
+const std::string& Status::message() const noexcept {
+  static const std::string empty;
+  return message_ ? *message_ : empty;
+}
+
+// ---------------------------------------------------------------- TensorView
+
+void TensorView::init(void* data, DType dtype, std::span<const int64_t> shape, bool writable) {
+  t.data = data;
+  t.dtype = static_cast<int32_t>(dtype);
+  t.writable = writable ? 1 : 0;
+  t.reserved = 0;
+  std::fill(std::begin(t.shape), std::end(t.shape), 0);
+  // The generated check reports a rank of -1; the array never holds more than it can.
+  if (shape.size() > KILN_MAX_RANK) {
+    t.rank = -1;
+    return;
+  }
+  t.rank = static_cast<int32_t>(shape.size());
+  std::copy(shape.begin(), shape.end(), t.shape);
+}
+
+}  // namespace runtime_v1
+}  // namespace kiln

@@ -1,0 +1,168 @@
+// The generated entry points of tests/gen/dispatch.kiln (a library kiln_add_library() builds in
+// this tree, for cpu, x86_64-avx2 and x86_64-avx512): every class of bad call returns its status
+// and message and writes nothing; each call takes the specialized variant exactly when its guard
+// holds (across the bucket boundaries) and computes the right values; threads, a parallel-for
+// of the app's own and a workspace the caller gives.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kiln_gen_test.h"
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// the variant the generated explain says a call takes: "gemm[M == 1 && N % 64 == 0] on cpu"
+std::string taken(const std::string& explanation) {
+  size_t end = explanation.find(": taken");
+  if (end == std::string::npos) return "none in: " + explanation;
+  size_t start = explanation.rfind('\n', end);
+  return explanation.substr(start + 3, end - start - 3);
+}
+
+std::string best_target() {
+  uint32_t f = kiln::cpu_features();
+  if (f & KILN_CPU_X86_AVX512) return "x86_64-avx512";
+  if (f & KILN_CPU_X86_AVX2) return "x86_64-avx2";
+  return "cpu";
+}
+
+void expect_status(const kiln::Status& s, kiln::StatusCode code, const std::string& message) {
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), code) << s.message();
+  EXPECT_EQ(s.message(), message);
+}
+
+TEST(Dispatch, EveryClassOfBadCallReturnsItsStatus) {
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 200, 1.0f), c(64 * 200, kNaN);
+  std::vector<double> d(64);
+  const std::vector<float> cc(64 * 200);
+  using kiln::StatusCode;
+  using kiln::TensorView;
+  TensorView va(a.data(), {4, 8}), vb(b.data(), {8, 16}), vc(c.data(), {4, 16});
+  expect_status(kiln_gen_test::gemm(TensorView(static_cast<float*>(nullptr), {4, 8}), vb, vc),
+                StatusCode::InvalidArgument, "gemm: argument a: null data pointer");
+  expect_status(kiln_gen_test::gemm(TensorView(a.data(), {32}), vb, vc), StatusCode::InvalidArgument,
+                "gemm: argument a: expected rank 2, got rank 1");
+  expect_status(kiln_gen_test::gemm(va, TensorView(d.data(), {8, 8}), vc), StatusCode::InvalidArgument,
+                "gemm: argument b: expected dtype f32, got f64");
+  expect_status(kiln_gen_test::gemm(va, TensorView(b.data(), {7, 16}), vc), StatusCode::InvalidArgument,
+                "gemm: argument b: dim 0 (K) is 7, but argument a dim 1 set K = 8");
+  expect_status(kiln_gen_test::gemm(va, vb, TensorView(c.data(), {5, 16})), StatusCode::InvalidArgument,
+                "gemm: argument c: dim 0 (M) is 5, but argument a dim 0 set M = 4");
+  expect_status(kiln_gen_test::gemm(TensorView(a.data(), {65, 8}), vb, vc), StatusCode::OutOfRange,
+                "gemm: argument a: dim 0 (M) is 65, outside the declared range 1..64");
+  expect_status(kiln_gen_test::gemm(va, TensorView(b.data(), {8, 0}), vc), StatusCode::OutOfRange,
+                "gemm: argument b: dim 1 (N) is 0, outside the declared range 1..200");
+  expect_status(kiln_gen_test::gemm(va, vb, TensorView(cc.data(), {4, 16})), StatusCode::InvalidArgument,
+                "gemm: argument c: output is a view of const data");
+  expect_status(kiln_gen_test::tiny(TensorView(a.data(), {5}), TensorView(c.data(), {4})),
+                StatusCode::InvalidArgument, "tiny: argument x: dim 0 is 5, expected 4");
+  expect_status(kiln_gen_test::gemm(TensorView(a.data(), {1, 1, 1, 1, 1, 1, 1, 1, 1}), vb, vc),
+                StatusCode::InvalidArgument, "gemm: argument a: more than 8 dims");
+  for (float x : c) ASSERT_TRUE(std::isnan(x));  // nothing ran
+  // explain reports the same errors
+  EXPECT_EQ(kiln_gen_test::gemm_explain(TensorView(a.data(), {32}), vb, vc),
+            "error: gemm: argument a: expected rank 2, got rank 1");
+}
+
+TEST(Dispatch, TheSpecializedVariantRunsExactlyWhenItsGuardHolds) {
+  const std::string target = best_target();
+  for (int64_t m : {1, 2, 15, 16, 17, 32, 48, 64})
+    for (int64_t n : {1, 63, 64, 65, 128, 192, 200}) {
+      const int64_t k = 3;
+      std::vector<float> a = random_floats(size_t(m * k), uint32_t(m * 1000 + n)),
+                         b = random_floats(size_t(k * n), uint32_t(n * 7 + m)), c(size_t(m * n), kNaN);
+      kiln::TensorView va(a.data(), {m, k}), vb(b.data(), {k, n}), vc(c.data(), {m, n});
+      std::string guard = m == 1 && n % 64 == 0 ? "M == 1 && N % 64 == 0"
+                          : m == 1              ? "M == 1"
+                          : m % 16 == 0 && n % 64 == 0 ? "M % 16 == 0 && N % 64 == 0"
+                          : m % 16 == 0                ? "M % 16 == 0"
+                          : n % 64 == 0                ? "N % 64 == 0"
+                                                       : "any shape in range";
+      EXPECT_EQ(taken(kiln_gen_test::gemm_explain(va, vb, vc)), "gemm[" + guard + "] on " + target)
+          << "M=" << m << " N=" << n;
+      kiln::Status s = kiln_gen_test::gemm(va, vb, vc);
+      ASSERT_TRUE(s.ok()) << s.message();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t p = 0; p < k; ++p) want += double(a[size_t(i * k + p)]) * b[size_t(p * n + j)];
+          ASSERT_NEAR(c[size_t(i * n + j)], want, 1e-5) << "M=" << m << " N=" << n << " at " << i << "," << j;
+        }
+    }
+}
+
+TEST(Dispatch, OtherDtypesAndThreads) {
+  kiln::Context ctx(3);
+  std::vector<double> x(200), y(200), z(200, std::nan(""));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i) * 0.25, y[i] = 1.0 - double(i);
+  ASSERT_TRUE(kiln_gen_test::axpy(kiln::TensorView(x.data(), {200}), kiln::TensorView(y.data(), {200}),
+                                  kiln::TensorView(z.data(), {200}), &ctx)
+                  .ok());
+  for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(z[i], 2.0 * x[i] + y[i]);
+  std::vector<int32_t> m(37 * 4), s(37, -7);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = int32_t(i % 11) - 5;
+  const std::vector<int32_t>& cm = m;
+  ASSERT_TRUE(kiln_gen_test::rowsum(kiln::TensorView(cm.data(), {37, 4}), kiln::TensorView(s.data(), {37}), &ctx).ok());
+  for (size_t r = 0; r < 37; ++r) EXPECT_EQ(s[r], m[4 * r] + m[4 * r + 1] + m[4 * r + 2] + m[4 * r + 3]);
+}
+
+TEST(Dispatch, AnAppsOwnParallelForAndWorkspace) {
+  const int64_t rows = 48;
+  std::vector<float> x = random_floats(rows * 8, 1), w = random_floats(8 * 16, 2), v = random_floats(16 * 4, 3);
+  std::vector<float> want(rows * 4), y(rows * 4, kNaN);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int64_t h = 0; h < 16; ++h) {
+        double t = 0;
+        for (int64_t p = 0; p < 8; ++p) t += double(x[size_t(i * 8 + p)]) * w[size_t(p * 16 + h)];
+        s += std::max(0.0, t) * v[size_t(h * 4 + j)];
+      }
+      want[size_t(i * 4 + j)] = float(s);
+    }
+  kiln::TensorView vx(x.data(), {rows, 8}), vw(w.data(), {8, 16}), vv(v.data(), {16, 4}), vy(y.data(), {rows, 4});
+  auto check = [&] {
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-4) << i;
+    std::fill(y.begin(), y.end(), kNaN);
+  };
+  // the hidden layer lives in the workspace: 48 x 16 floats at least
+  size_t bytes = kiln_gen_test::mlp_workspace_size(rows);
+  EXPECT_GE(bytes, size_t(rows * 16 * 4));
+  EXPECT_EQ(kiln_gen_test::mlp_workspace_size(65), 0u);  // outside the declared range
+  ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy).ok());  // no context: the calling thread, its own workspace
+  check();
+  kiln::Context ctx(4);
+  static std::atomic<int> calls{0};
+  ctx.set_parallel_for(
+      [](void*, int32_t n, void (*task)(void*, int32_t), void* arg) {
+        ++calls;
+        for (int32_t i = n - 1; i >= 0; --i) task(arg, i);  // any order, any thread
+      },
+      nullptr);
+  std::vector<char> small(bytes - 1), enough(bytes + 64);
+  ctx.set_workspace(small.data(), small.size());
+  expect_status(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx), kiln::StatusCode::ResourceExhausted,
+                "workspace: the call needs " + std::to_string(bytes) + " bytes, the context's workspace has " +
+                    std::to_string(small.size()));
+  ctx.set_workspace(enough.data(), enough.size());
+  ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx).ok());
+  check();
+  EXPECT_GT(calls.load(), 0);
+}
+
+}  // namespace

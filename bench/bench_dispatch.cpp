@@ -6,8 +6,7 @@
 
 #include "kiln_bench_dispatch.h"
 
-extern "C" void kiln_bench_dispatch_add1_any_0_cpu(void* const* bufs, const int64_t* vars, int32_t core,
-                                                   int32_t cores);
+extern "C" void kiln_bench_dispatch_add1_any_0_cpu(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 
 namespace {
 

@@ -34,7 +34,7 @@ function(kiln_add_library name)
     endif()
   endforeach()
 
-  set(out "${CMAKE_CURRENT_BINARY_DIR}/kiln/${name}")
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/kiln-gen/${name}")
   set(specs "")
   foreach(spec IN LISTS KILN_SPECS)
     get_filename_component(abs "${spec}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")

@@ -506,9 +506,16 @@ class Generator {
     return true;
   }
 
-  std::string signature(const KernelInfo& k, bool defaults) const {
+  // the header names the parameters as the spec does; the definitions call them a0, a1, ... (no
+  // clash with their locals, whatever the spec's names)
+  static std::string param(const KernelInfo& k, size_t i, bool header) {
+    return header ? k.args[i].cxx : "a" + std::to_string(i);
+  }
+
+  std::string signature(const KernelInfo& k, bool defaults, bool header = true) const {
     std::string s;
-    for (const Arg& a : k.args) s += (s.empty() ? "" : ", ") + std::string("kiln::TensorView ") + a.cxx;
+    for (size_t i = 0; i < k.args.size(); ++i)
+      s += (s.empty() ? "" : ", ") + std::string("kiln::TensorView ") + param(k, i, header);
     if (defaults) return s + (s.empty() ? "" : ", ") + "kiln::Context* ctx = nullptr";
     return s;
   }
@@ -521,10 +528,11 @@ class Generator {
     return s + "]";
   }
 
-  std::string dims_params(const KernelInfo& k) const {
+  std::string dims_params(const KernelInfo& k, bool header = true) const {
     std::string s;
     for (int32_t d : k.dims)
-      s += (s.empty() ? "" : ", ") + std::string("int64_t ") + files_[k.file].spec.dims[size_t(d)].name;
+      s += (s.empty() ? "" : ", ") + std::string("int64_t ") +
+           (header ? files_[k.file].spec.dims[size_t(d)].name : "dim" + std::to_string(d));
     return s;
   }
 
@@ -654,20 +662,21 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
     size_t nd = std::max<size_t>(f.dims.size(), 1);
     std::string s = "// ---- " + k.name + "\n\n";
     s += "kiln::Status bind_" + k.name + "(";
-    for (size_t i = 0; i < k.args.size(); ++i) s += "const kiln::TensorView& " + k.args[i].cxx + ", ";
-    s += "int64_t* d) {\n";
+    for (size_t i = 0; i < k.args.size(); ++i) s += "const kiln::TensorView& " + param(k, i, false) + ", ";
+    s += "int64_t* d) {\n  (void)d;\n";
     s +=
         "  const char* by_arg[" + std::to_string(nd) + "] = {};\n  int32_t by_axis[" + std::to_string(nd) + "] = {};\n";
     s += "  (void)by_arg;\n  (void)by_axis;\n  kiln::Status st;\n";
     std::string kq = "\"" + k.name + "\"";
-    for (const Arg& a : k.args) {
+    for (size_t ai = 0; ai < k.args.size(); ++ai) {
+      const Arg& a = k.args[ai];
       std::string aq = "\"" + a.name + "\"";
-      s += "  if (!(st = kiln::detail::check_tensor(" + kq + ", " + aq + ", " + a.cxx +
+      s += "  if (!(st = kiln::detail::check_tensor(" + kq + ", " + aq + ", " + param(k, ai, false) +
            ", kiln::DType::" + dtype_enum(a.dtype) + ", " + std::to_string(a.shape.size()) + ", " +
            (a.output ? "true" : "false") + ")).ok()) return st;\n";
       for (size_t ax = 0; ax < a.shape.size(); ++ax) {
         const ShapeAxis& x = a.shape[ax];
-        std::string dim = a.cxx + ".t.shape[" + std::to_string(ax) + "]";
+        std::string dim = param(k, ai, false) + ".t.shape[" + std::to_string(ax) + "]";
         if (x.literal) {
           s += "  if (!(st = kiln::detail::check_extent(" + kq + ", " + aq + ", " + std::to_string(ax) + ", " + dim +
                ", " + std::to_string(x.size) + ")).ok()) return st;\n";
@@ -747,27 +756,28 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
     std::string nd = std::to_string(std::max<size_t>(f.dims.size(), 1));
     std::string init = "  int64_t d[" + nd + "];\n  for (int64_t& x : d) x = -1;\n";
     std::string names;
-    for (const Arg& a : k.args) names += a.cxx + ", ";
-    std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false) + ", kiln::Context* ctx) {\n" + init;
+    for (size_t i = 0; i < k.args.size(); ++i) names += param(k, i, false) + ", ";
+    std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false, false) + ", kiln::Context* ctx) {\n" + init;
     s += "  kiln::Status st = bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
     s += "  void* const args[] = {";
-    for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + k.args[i].cxx + ".t.data";
+    for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
     s += "};\n";
     s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
     s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
          ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
     s += "  return v->run(args, d, ctx);\n}\n";
     // workspace size
-    s += "\nstd::size_t " + k.name + "_workspace_size(" + dims_params(k) + ") {\n" + init;
+    s += "\nstd::size_t " + k.name + "_workspace_size(" + dims_params(k, false) + ") {\n" + init;
     for (int32_t i : k.dims) {
       const frontend::Dim& fd = f.spec.dims[size_t(i)];
-      s += "  if (" + fd.name + " < " + std::to_string(fd.min) + " || " + fd.name + " > " + std::to_string(fd.max) +
-           ") return 0;\n  d[" + std::to_string(i) + "] = " + fd.name + ";\n";
+      std::string n = "dim" + std::to_string(i);
+      s += "  if (" + n + " < " + std::to_string(fd.min) + " || " + n + " > " + std::to_string(fd.max) +
+           ") return 0;\n  d[" + std::to_string(i) + "] = " + n + ";\n";
     }
     s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
     s += "  return v ? v->workspace(d) : 0;\n}\n";
     // explain
-    s += "\nstd::string " + k.name + "_explain(" + signature(k, false) + ") {\n" + init;
+    s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ") {\n" + init;
     s += "  kiln::Status st = bind_" + k.name + "(" + names +
          "d);\n  if (!st.ok()) return \"error: \" + st.message();\n";
     s += "  return explain(\"" + k.name + "\", kVariants_" + k.name + ", kVariantCount_" + k.name + ", d, kDimNames_" +
@@ -783,7 +793,8 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
       for (const std::string& fl : t.flags) s += " " + fl;
       s += " */\n";
     }
-    s += "#include <kiln/kernel_abi.h>\n#if KILN_ABI_VERSION != 1\n#error \"these kernels are for kiln ABI 1\"\n#endif\n";
+    s += "#include <kiln/kernel_abi.h>\n#if KILN_ABI_VERSION != 1\n#error \"these kernels are for kiln ABI "
+         "1\"\n#endif\n";
     if (!t.arch_guard.empty()) s += "#if " + t.arch_guard + "\n";
     s += render::c_preamble();
     for (const KernelInfo& k : kernels_)

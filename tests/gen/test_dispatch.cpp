@@ -69,8 +69,8 @@ TEST(Dispatch, EveryClassOfBadCallReturnsItsStatus) {
                 "gemm: argument b: dim 1 (N) is 0, outside the declared range 1..200");
   expect_status(kiln_gen_test::gemm(va, vb, TensorView(cc.data(), {4, 16})), StatusCode::InvalidArgument,
                 "gemm: argument c: output is a view of const data");
-  expect_status(kiln_gen_test::tiny(TensorView(a.data(), {5}), TensorView(c.data(), {4})),
-                StatusCode::InvalidArgument, "tiny: argument x: dim 0 is 5, expected 4");
+  expect_status(kiln_gen_test::tiny(TensorView(a.data(), {5}), TensorView(c.data(), {4})), StatusCode::InvalidArgument,
+                "tiny: argument x: dim 0 is 5, expected 4");
   expect_status(kiln_gen_test::gemm(TensorView(a.data(), {1, 1, 1, 1, 1, 1, 1, 1, 1}), vb, vc),
                 StatusCode::InvalidArgument, "gemm: argument a: more than 8 dims");
   for (float x : c) ASSERT_TRUE(std::isnan(x));  // nothing ran
@@ -87,8 +87,8 @@ TEST(Dispatch, TheSpecializedVariantRunsExactlyWhenItsGuardHolds) {
       std::vector<float> a = random_floats(size_t(m * k), uint32_t(m * 1000 + n)),
                          b = random_floats(size_t(k * n), uint32_t(n * 7 + m)), c(size_t(m * n), kNaN);
       kiln::TensorView va(a.data(), {m, k}), vb(b.data(), {k, n}), vc(c.data(), {m, n});
-      std::string guard = m == 1 && n % 64 == 0 ? "M == 1 && N % 64 == 0"
-                          : m == 1              ? "M == 1"
+      std::string guard = m == 1 && n % 64 == 0        ? "M == 1 && N % 64 == 0"
+                          : m == 1                     ? "M == 1"
                           : m % 16 == 0 && n % 64 == 0 ? "M % 16 == 0 && N % 64 == 0"
                           : m % 16 == 0                ? "M % 16 == 0"
                           : n % 64 == 0                ? "N % 64 == 0"

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#if __cplusplus >= 202002L
 #include <span>
+#endif
 #include <string>
 #include <type_traits>
 
@@ -132,19 +134,27 @@ struct TensorView {
   kiln_tensor t;
 
   template <class T>
-  TensorView(T* data, std::initializer_list<int64_t> shape)
-      : TensorView(data, std::span<const int64_t>(shape.begin(), shape.size())) {}
-  template <class T> TensorView(T* data, std::span<const int64_t> shape) {
-    init(const_cast<std::remove_const_t<T>*>(data), dtype_of<std::remove_const_t<T>>(), shape, !std::is_const_v<T>);
+  TensorView(T* data, std::initializer_list<int64_t> shape) : TensorView(data, shape.begin(), shape.size()) {}
+  template <class T> TensorView(T* data, const int64_t* shape, size_t rank) {
+    init(const_cast<std::remove_const_t<T>*>(data), dtype_of<std::remove_const_t<T>>(), shape, rank,
+         !std::is_const_v<T>);
   }
   TensorView(void* data, DType dtype, std::initializer_list<int64_t> shape)
-      : TensorView(data, dtype, std::span<const int64_t>(shape.begin(), shape.size())) {}
+      : TensorView(data, dtype, shape.begin(), shape.size()) {}
   TensorView(const void* data, DType dtype, std::initializer_list<int64_t> shape)
-      : TensorView(data, dtype, std::span<const int64_t>(shape.begin(), shape.size())) {}
-  TensorView(void* data, DType dtype, std::span<const int64_t> shape) { init(data, dtype, shape, true); }
-  TensorView(const void* data, DType dtype, std::span<const int64_t> shape) {
-    init(const_cast<void*>(data), dtype, shape, false);
+      : TensorView(data, dtype, shape.begin(), shape.size()) {}
+  TensorView(void* data, DType dtype, const int64_t* shape, size_t rank) { init(data, dtype, shape, rank, true); }
+  TensorView(const void* data, DType dtype, const int64_t* shape, size_t rank) {
+    init(const_cast<void*>(data), dtype, shape, rank, false);
   }
+#if __cplusplus >= 202002L  // the header itself needs only C++17
+  template <class T>
+  TensorView(T* data, std::span<const int64_t> shape) : TensorView(data, shape.data(), shape.size()) {}
+  TensorView(void* data, DType dtype, std::span<const int64_t> shape)
+      : TensorView(data, dtype, shape.data(), shape.size()) {}
+  TensorView(const void* data, DType dtype, std::span<const int64_t> shape)
+      : TensorView(data, dtype, shape.data(), shape.size()) {}
+#endif
 
   void* data() const { return t.data; }
   DType dtype() const { return static_cast<DType>(t.dtype); }
@@ -153,7 +163,7 @@ struct TensorView {
   bool writable() const { return t.writable != 0; }
 
  private:
-  void init(void* data, DType dtype, std::span<const int64_t> shape, bool writable);
+  void init(void* data, DType dtype, const int64_t* shape, size_t rank, bool writable);
 };
 
 // ---------------------------------------------------------------- context

@@ -153,6 +153,16 @@ std::string dtype_short(DType d) {
   }
 }
 
+// kiln_dtype's value (kernel_abi.h): the order of the runtime's DType
+int runtime_dtype(DType d) {
+  static const Scalar order[] = {Scalar::Bool,     Scalar::Int8,    Scalar::Uint8,  Scalar::Int16,  Scalar::Uint16,
+                                 Scalar::Int32,    Scalar::Uint32,  Scalar::Int64,  Scalar::Uint64, Scalar::Float16,
+                                 Scalar::BFloat16, Scalar::Float32, Scalar::Float64};
+  for (int i = 0; i < 13; ++i)
+    if (order[i] == d.scalar) return i;
+  throw InternalError("kiln gen: no runtime dtype for " + to_string(d));
+}
+
 bool cxx_keyword(const std::string& s) {
   static const std::set<std::string> words = {
       "alignas",  "alignof", "and",      "asm",       "auto",     "bool",      "break",     "case",     "catch",
@@ -615,11 +625,14 @@ inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
 
 inline int64_t kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
+// this CPU's features, read once before main (a call made earlier still gets a right answer: the
+// portable variants)
+const uint32_t kCpuFeatures = kiln::cpu_features();
+
 // the first variant whose guard holds: the generic one holds for every shape in range
-const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
-  const uint32_t features = kiln::cpu_features();
+inline const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
   for (int32_t i = 0; i < n; ++i)
-    if (holds(vs[i], d, features)) return &vs[i];
+    if (holds(vs[i], d, kCpuFeatures)) return &vs[i];
   return nullptr;
 }
 
@@ -659,37 +672,54 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
   // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
   std::string dispatch_kernel(const KernelInfo& k) const {
     const SpecFile& f = files_[k.file];
-    size_t nd = std::max<size_t>(f.dims.size(), 1);
     std::string s = "// ---- " + k.name + "\n\n";
+    // the checks inline, each falling back to the runtime's check only to write the message (the
+    // first sight of a dim checks its range, later ones that they agree)
     s += "kiln::Status bind_" + k.name + "(";
     for (size_t i = 0; i < k.args.size(); ++i) s += "const kiln::TensorView& " + param(k, i, false) + ", ";
     s += "int64_t* d) {\n  (void)d;\n";
-    s +=
-        "  const char* by_arg[" + std::to_string(nd) + "] = {};\n  int32_t by_axis[" + std::to_string(nd) + "] = {};\n";
-    s += "  (void)by_arg;\n  (void)by_axis;\n  kiln::Status st;\n";
     std::string kq = "\"" + k.name + "\"";
+    std::map<int32_t, std::pair<std::string, size_t>> bound;  // dim -> the argument and axis that bound it
+    auto fail = [](const std::string& call) {
+      return "{\n    kiln::Status st = " + call + ";\n    if (!st.ok()) return st;\n  }\n";
+    };
     for (size_t ai = 0; ai < k.args.size(); ++ai) {
       const Arg& a = k.args[ai];
-      std::string aq = "\"" + a.name + "\"";
-      s += "  if (!(st = kiln::detail::check_tensor(" + kq + ", " + aq + ", " + param(k, ai, false) +
-           ", kiln::DType::" + dtype_enum(a.dtype) + ", " + std::to_string(a.shape.size()) + ", " +
-           (a.output ? "true" : "false") + ")).ok()) return st;\n";
+      std::string p = param(k, ai, false), aq = "\"" + a.name + "\"";
+      std::string cond = p + ".t.data == nullptr || " + p + ".t.rank != " + std::to_string(a.shape.size()) + " || " +
+                         p + ".t.dtype != " + std::to_string(int(runtime_dtype(a.dtype)));
+      if (a.output) cond += " || !" + p + ".t.writable";
+      for (size_t ax = 0; ax < a.shape.size(); ++ax) cond += " || " + p + ".t.shape[" + std::to_string(ax) + "] < 0";
+      s += "  if (" + cond + ")\n  " +
+           fail("kiln::detail::check_tensor(" + kq + ", " + aq + ", " + p + ", kiln::DType::" + dtype_enum(a.dtype) +
+                ", " + std::to_string(a.shape.size()) + ", " + (a.output ? "true" : "false") + ")");
       for (size_t ax = 0; ax < a.shape.size(); ++ax) {
         const ShapeAxis& x = a.shape[ax];
-        std::string dim = param(k, ai, false) + ".t.shape[" + std::to_string(ax) + "]";
+        std::string dim = p + ".t.shape[" + std::to_string(ax) + "]", axs = std::to_string(ax);
         if (x.literal) {
-          s += "  if (!(st = kiln::detail::check_extent(" + kq + ", " + aq + ", " + std::to_string(ax) + ", " + dim +
-               ", " + std::to_string(x.size) + ")).ok()) return st;\n";
+          s += "  if (" + dim + " != " + std::to_string(x.size) + ")\n  " +
+               fail("kiln::detail::check_extent(" + kq + ", " + aq + ", " + axs + ", " + dim + ", " +
+                    std::to_string(x.size) + ")");
+          continue;
+        }
+        const frontend::Dim& fd = f.spec.dims[size_t(x.dim)];
+        std::string di = "d[" + std::to_string(x.dim) + "]", lo = std::to_string(fd.min), hi = std::to_string(fd.max);
+        auto by = bound.find(x.dim);
+        if (by == bound.end()) {
+          bound[x.dim] = {a.name, ax};
+          s += "  " + di + " = " + dim + ";\n  if (" + di + " < " + lo + " || " + di + " > " + hi + ") {\n" +
+               "    int64_t unbound = -1;\n    const char* by = nullptr;\n    int32_t by_axis = 0;\n" +
+               "    return kiln::detail::bind_dim(" + kq + ", " + aq + ", " + axs + ", \"" + fd.name + "\", " + dim +
+               ", " + lo + ", " + hi + ", &unbound, &by, &by_axis);\n  }\n";
         } else {
-          const frontend::Dim& fd = f.spec.dims[size_t(x.dim)];
-          std::string i = std::to_string(x.dim);
-          s += "  if (!(st = kiln::detail::bind_dim(" + kq + ", " + aq + ", " + std::to_string(ax) + ", \"" + fd.name +
-               "\", " + dim + ", " + std::to_string(fd.min) + ", " + std::to_string(fd.max) + ", &d[" + i +
-               "], &by_arg[" + i + "], &by_axis[" + i + "])).ok()) return st;\n";
+          s += "  if (" + dim + " != " + di + ") {\n    int64_t value = " + di + ";\n    const char* by = \"" +
+               by->second.first + "\";\n    int32_t by_axis = " + std::to_string(by->second.second) + ";\n" +
+               "    return kiln::detail::bind_dim(" + kq + ", " + aq + ", " + axs + ", \"" + fd.name + "\", " + dim +
+               ", " + lo + ", " + hi + ", &value, &by, &by_axis);\n  }\n";
         }
       }
     }
-    s += "  return st;\n}\n\n";
+    s += "  return kiln::Status();\n}\n\n";
     std::string table;
     for (const Target* t : targets_) {
       std::string guard_open = t->arch_guard.empty() ? "" : "#if " + t->arch_guard + "\n";
@@ -701,7 +731,7 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
         s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  return std::size_t(" +
              expr_text(v.sched.workspace_bytes, f.dims, true) + ");\n}\n";
         s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n";
-        s += "  kiln::Status st;\n";
+        s += "  kiln::Status st;\n  (void)ctx;\n";
         bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0);
         if (ws)
           s += "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, workspace_" + id +
@@ -718,9 +748,14 @@ std::string explain(const char* kernel, const Variant* vs, int32_t n, const int6
             if (buf.kind == schedule::Buffer::Kind::Intermediate) p = "ws + " + expr_text(buf.offset, f.dims, true);
             bufs += (bufs.empty() ? "" : ", ") + p;
           }
-          s += "  {\n    void* const bufs[] = {" + bufs + "};\n    if (!(st = kiln::detail::run(ctx, " +
-               fn_name(v.kernels[i], *t) + ", bufs, d, " + (v.kernels[i].parallel ? "true" : "false") +
-               ")).ok()) return st;\n  }\n";
+          std::string fn = fn_name(v.kernels[i], *t);
+          s += "  {\n    void* const bufs[] = {" + bufs + "};\n";
+          if (v.kernels[i].parallel)  // the cores share it: through the context's threads, if it has several
+            s += "    if (ctx != nullptr && ctx->threads() > 1) {\n      if (!(st = kiln::detail::run(ctx, " + fn +
+                 ", bufs, d, true)).ok()) return st;\n    } else {\n      " + fn + "(bufs, d, 0, 1);\n    }\n";
+          else
+            s += "    " + fn + "(bufs, d, 0, 1);\n";
+          s += "  }\n";
         }
         s += "  return st;\n}\n";
         std::string guards = "nullptr";

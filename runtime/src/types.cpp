@@ -129,22 +129,5 @@ const std::string& Status::message() const noexcept {
   return message_ ? *message_ : empty;
 }
 
-// ---------------------------------------------------------------- TensorView
-
-void TensorView::init(void* data, DType dtype, const int64_t* shape, size_t rank, bool writable) {
-  t.data = data;
-  t.dtype = static_cast<int32_t>(dtype);
-  t.writable = writable ? 1 : 0;
-  t.reserved = 0;
-  std::fill(std::begin(t.shape), std::end(t.shape), 0);
-  // The generated check reports a rank of -1; the array never holds more than it can.
-  if (rank > KILN_MAX_RANK) {
-    t.rank = -1;
-    return;
-  }
-  t.rank = static_cast<int32_t>(rank);
-  std::copy(shape, shape + rank, t.shape);
-}
-
 }  // namespace runtime_v1
 }  // namespace kiln

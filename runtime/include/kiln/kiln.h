@@ -163,7 +163,17 @@ struct TensorView {
   bool writable() const { return t.writable != 0; }
 
  private:
-  void init(void* data, DType dtype, const int64_t* shape, size_t rank, bool writable);
+  // inline: a view is made on every call, and the entry point's cost is counted in nanoseconds
+  void init(void* data, DType dtype, const int64_t* shape, size_t rank, bool writable) {
+    t.data = data;
+    t.dtype = static_cast<int32_t>(dtype);
+    t.writable = writable ? 1 : 0;
+    t.reserved = 0;
+    // the generated check reports a rank of -1; the array never holds more than it can
+    t.rank = rank > KILN_MAX_RANK ? -1 : static_cast<int32_t>(rank);
+    const size_t n = rank > KILN_MAX_RANK ? 0 : rank;  // past 8 dims none is kept
+    for (size_t i = 0; i < KILN_MAX_RANK; ++i) t.shape[i] = i < n ? shape[i] : 0;
+  }
 };
 
 // ---------------------------------------------------------------- context

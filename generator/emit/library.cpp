@@ -614,7 +614,7 @@ struct Variant {
   std::size_t (*workspace)(const int64_t* d);
 };
 
-inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
+[[maybe_unused]] inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
   if ((v.features & features) != v.features) return false;
   for (int32_t i = 0; i < v.guard_count; ++i) {
     const Guard& g = v.guards[i];
@@ -623,20 +623,20 @@ inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
   return true;
 }
 
-inline int64_t kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }
+[[maybe_unused]] inline int64_t kiln_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 // this CPU's features, read once before main (a call made earlier still gets a right answer: the
 // portable variants)
-const uint32_t kCpuFeatures = kiln::cpu_features();
+[[maybe_unused]] const uint32_t kCpuFeatures = kiln::cpu_features();
 
 // the first variant whose guard holds: the generic one holds for every shape in range
-inline const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
+[[maybe_unused]] inline const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
   for (int32_t i = 0; i < n; ++i)
     if (holds(vs[i], d, kCpuFeatures)) return &vs[i];
   return nullptr;
 }
 
-std::string explain(const char* kernel, const Variant* vs, int32_t n, const int64_t* d, const char* const* dim_names) {
+[[maybe_unused]] std::string explain(const char* kernel, const Variant* vs, int32_t n, const int64_t* d, const char* const* dim_names) {
   const uint32_t features = kiln::cpu_features();
   std::string s = std::string(kernel) + " on a CPU with " + kiln::cpu_features_string() + ":\n";
   for (int32_t i = 0; i < n; ++i) {

@@ -141,7 +141,9 @@ class Tensor {
   // Sliding windows over the last k.size() axes: (..., o1, .., ok, k1, .., kk), o = (n - d*(k-1) - 1)/s + 1.
   Tensor pool(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
               const std::vector<int64_t>& dilation) const;
-  Tensor pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double value) const;  // PAD, then `value` there
+  Tensor pool_by_repeat(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
+                        const std::vector<int64_t>& dilation, const Shape& out) const;  // pool, constant sizes
+  Tensor pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double value) const;   // PAD, then `value` there
   // x (N, Cin, H, W), w (Cout, Cin/groups, kh, kw), bias (Cout) or nullptr; padding is symmetric per axis.
   Tensor conv2d(const Tensor& w, const Tensor* bias = nullptr, int64_t groups = 1, std::vector<int64_t> stride = {1, 1},
                 std::vector<int64_t> dilation = {1, 1}, std::vector<int64_t> padding = {0, 0}) const;

@@ -56,6 +56,66 @@ Tensor Tensor::pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double va
   return inside.where(p, p.lift(value));
 }
 
+// Constant spatial sizes: one view for all kernel offsets, as tinygrad's _pool builds it. Each
+// spatial axis i is repeated r times (r * i >= k * (f*i + d)), cut to k rows of f*i + d, of which
+// each keeps o*s and then every s-th: the element at (o, kk) sits at kk*(f*i + d) + o*s of the
+// repeats, which is x[(kk*d + o*s) % i] = x[kk*d + o*s], one index the symbolic rules fold. (A cat
+// of the k*k shifted views would read every offset's view through its own gate.)
+Tensor Tensor::pool_by_repeat(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
+                              const std::vector<int64_t>& dilation, const Shape& out) const {
+  size_t nk = k.size(), lead = ndim() - nk;
+  std::vector<int64_t> i(nk), o(nk), f(nk), r(nk);
+  for (size_t a = 0; a < nk; ++a) {
+    i[a] = shape_[lead + a]->ival();
+    o[a] = out[lead + a]->ival();
+    f[a] = o[a] * stride[a] > i[a] - dilation[a] * (k[a] - 1) ? 2 : 1;  // room for o*s in a row
+    r[a] = (k[a] * (f[a] * i[a] + dilation[a]) + i[a] - 1) / i[a];
+  }
+  std::vector<Dim> lead_dims(shape_.begin(), shape_.begin() + long(lead));
+  auto with_lead = [&](std::vector<Dim> tail) {
+    std::vector<Dim> d = lead_dims;
+    d.insert(d.end(), tail.begin(), tail.end());
+    return d;
+  };
+  auto bounds = [&](std::vector<std::pair<Dim, Dim>> tail) {
+    std::vector<std::pair<Dim, Dim>> b;
+    for (const Dim& d : lead_dims) b.push_back({int64_t(0), d});
+    b.insert(b.end(), tail.begin(), tail.end());
+    return b;
+  };
+  std::vector<Dim> ones, repeated, merged;
+  for (size_t a = 0; a < nk; ++a) {
+    ones.insert(ones.end(), {int64_t(1), i[a]});
+    repeated.insert(repeated.end(), {r[a], i[a]});
+    merged.push_back(r[a] * i[a]);
+  }
+  Tensor x = reshape(with_lead(ones)).expand(with_lead(repeated)).reshape(with_lead(merged));
+  std::vector<std::pair<Dim, Dim>> cut;
+  std::vector<Dim> rows;
+  for (size_t a = 0; a < nk; ++a) {
+    cut.push_back({int64_t(0), k[a] * (f[a] * i[a] + dilation[a])});
+    rows.insert(rows.end(), {k[a], f[a] * i[a] + dilation[a]});
+  }
+  x = x.shrink(bounds(cut)).reshape(with_lead(rows));
+  cut.clear(), rows.clear();
+  for (size_t a = 0; a < nk; ++a) {
+    cut.insert(cut.end(), {{int64_t(0), k[a]}, {int64_t(0), o[a] * stride[a]}});
+    rows.insert(rows.end(), {k[a], o[a], stride[a]});
+  }
+  x = x.shrink(bounds(cut)).reshape(with_lead(rows));
+  cut.clear(), rows.clear();
+  for (size_t a = 0; a < nk; ++a) {
+    cut.insert(cut.end(), {{int64_t(0), k[a]}, {int64_t(0), o[a]}, {int64_t(0), int64_t(1)}});
+    rows.insert(rows.end(), {k[a], o[a]});
+  }
+  x = x.shrink(bounds(cut)).reshape(with_lead(rows));
+  std::vector<int> order;
+  for (size_t a = 0; a < lead; ++a) order.push_back(int(a));
+  for (size_t a = 0; a < nk; ++a) order.push_back(int(lead + 2 * a + 1));  // the outputs, then the offsets
+  for (size_t a = 0; a < nk; ++a) order.push_back(int(lead + 2 * a));
+  return x.permute(order);
+}
+
 // Every kernel offset is a shifted (and strided) view of the input; the views are stacked on a
 // new last axis. Strides are a reshape (o, s) of a view padded to s*o, keeping column 0.
 Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
@@ -74,6 +134,9 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
                        " to fit in " + shape_str(shape_) + " on axis " + std::to_string(lead + a));
     out[lead + a] = o;
   }
+  bool constant = true;
+  for (size_t a = 0; a < nk; ++a) constant &= shape_[lead + a]->op == Op::CONST;
+  if (constant) return pool_by_repeat(k, stride, dilation, out);
   std::vector<Tensor> views;
   size_t total = 1;
   for (int64_t x : k) total *= size_t(x);

@@ -1,6 +1,7 @@
 // What the generated entry point costs on top of the kernel it calls: the same tiny kernel (4
 // floats) through kiln_bench_dispatch::add1 (argument checks, dim binding, the first variant whose
-// guard holds) and through its variant's kernel function directly. Goal: <= 10 ns per call more.
+// guard holds) and through its variant's kernel function directly, with the views made per call
+// and kept. Goal: <= 10 ns per call more.
 // Run: kiln_bench --benchmark_filter=Dispatch
 #include <benchmark/benchmark.h>
 
@@ -20,6 +21,19 @@ void BM_DispatchEntryPoint(benchmark::State& state) {
   if (y[3] != 5.0f) state.SkipWithError("wrong result");
 }
 BENCHMARK(BM_DispatchEntryPoint)->Name("Dispatch/entry_point");
+
+// the same with the views made once (an app that keeps them): the dispatch alone
+void BM_DispatchEntryPointKeptViews(benchmark::State& state) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  const kiln::TensorView vx(x, {4}), vy(y, {4});
+  for (auto _ : state) {
+    kiln::Status s = kiln_bench_dispatch::add1(vx, vy);
+    benchmark::DoNotOptimize(s);
+    benchmark::ClobberMemory();
+  }
+  if (y[3] != 5.0f) state.SkipWithError("wrong result");
+}
+BENCHMARK(BM_DispatchEntryPointKeptViews)->Name("Dispatch/entry_point_views_kept");
 
 void BM_DispatchDirect(benchmark::State& state) {
   float x[4] = {1, 2, 3, 4}, y[4] = {};

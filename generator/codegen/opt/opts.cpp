@@ -361,13 +361,16 @@ const UOp* store_lanes(const Match& m, void* vctx) {
   int64_t width = 256 / size;                  // four AVX-512 vectors
   const UOp* n = r->src(0);
   if (n->imax() < 2 * width) return nullptr;
-  // the store moves one element along r; every read moves one element or stays; no reductions
+  // the store moves one element along r; every read moves one element or stays
   const UOp* at = clone_range(r, sl.next_axis++);  // r's stand-in, for r + 1
   const UOp* addr = st->src(0)->src(1);
   if (addr->op == Op::WHERE) return nullptr;  // a gated store: the renderer keeps such loops scalar
   if (step_along(addr, r, at) != 1) return nullptr;
   for (const UOp* u : toposort(st->src(1))) {
-    if (u->op == Op::REDUCE || (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Lane)) return nullptr;
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Lane) return nullptr;
+    // a reduction per element (matmul's) gets an accumulator per lane; a statistic of the whole row
+    // (softmax's max) stays out of the split, and so does the row's loop
+    if (u->op == Op::REDUCE && !contains(u, r)) return nullptr;
     if (u->op != Op::INDEX || !contains(u, r)) continue;
     std::optional<int64_t> step = step_along(u->src(1), r, at);
     if (step != 1) return nullptr;
@@ -379,12 +382,15 @@ const UOp* store_lanes(const Match& m, void* vctx) {
   Expr rows = simplify(Expr(n) / width);
   const UOp* outer = ctx.make(Op::RANGE, r->dtype, {rows}, outer_arg);
   const UOp* lane =
-      ctx.make(Op::RANGE, r->dtype, {ctx.cint(width, r->dtype)}, RangeArg{sl.next_axis++, AxisType::Lane, 0});
+      ctx.make(Op::RANGE, r->dtype, {ctx.cint(width, r->dtype)}, RangeArg{sl.next_axis++, AxisType::Lane, -1});
   auto closed = [&](const UOp* body, std::vector<const UOp*> ranges) {
     ranges.insert(ranges.begin(), body);
     return ctx.make(Op::END, dtypes::void_, ranges);
   };
   std::vector<const UOp*> outer_loops(end->src().begin() + 1, end->src().end() - 1);
+  // an unrolled outer range would copy the two inner loops once per row, each closing the same lanes
+  for (const UOp* o : outer_loops)
+    if (!whole && o->arg<RangeArg>().type == AxisType::Upcast) return nullptr;
   const UOp* main_st = substitute(st, {{r, Expr(outer) * width + lane}});
   if (whole) {
     outer_loops.insert(outer_loops.end(), {outer, lane});

@@ -56,10 +56,13 @@ const UOp* mark_thread_axis(const UOp* sink);
 const UOp* split_reduce_lanes(const UOp* sink, int64_t width);
 
 // Splits the innermost output loop of every store of consecutive elements (each read moves one
-// element along it or stays put, no reduction) into lanes: 256 bytes of elements (64 floats) per
-// row of lanes, the C renderer's vectors, and when the length is not a known multiple (a symbolic
-// dim) a loop over the last n % width elements. A Thread loop's pieces are both Thread loops, so
-// the cores share the rows and the rest. Unchanged when nothing applies.
+// element along it or stays put, inside reductions too) into lanes: 256 bytes of elements (64
+// floats) per row of lanes, the C renderer's vectors, and when the length is not a known multiple
+// (a symbolic dim) a loop over the last n % width elements. A reduction per element (a matmul of
+// a symbolic width) then keeps one accumulator per lane; a store that also reads a statistic of
+// the whole row (softmax's max), or that sits in unrolled rows with a remainder, is left alone. A
+// Thread loop's pieces are both Thread loops, so the cores share the rows and the rest. Unchanged
+// when nothing applies.
 const UOp* split_store_lanes(const UOp* sink);
 
 // A term that a kernel computes twice for each element of its innermost output loop, once inside

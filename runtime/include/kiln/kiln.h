@@ -156,6 +156,15 @@ struct TensorView {
       : TensorView(data, dtype, shape.data(), shape.size()) {}
 #endif
 
+  // A user-provided copy makes the view non-trivial for the C++ ABI, so it is passed to the
+  // generated entry points by address, built in place, instead of copied onto the stack (88
+  // bytes each): 2 views per call were a third of the entry point's cost.
+  TensorView(const TensorView& o) noexcept : t(o.t) {}
+  TensorView& operator=(const TensorView& o) noexcept {
+    t = o.t;
+    return *this;
+  }
+
   void* data() const { return t.data; }
   DType dtype() const { return static_cast<DType>(t.dtype); }
   int32_t rank() const { return t.rank; }  // -1: more than KILN_MAX_RANK dims

@@ -176,6 +176,9 @@ bool cxx_keyword(const std::string& s) {
   return words.contains(s);
 }
 
+// a spec's name as a C++ parameter name (a keyword gets a trailing underscore)
+std::string cxx_name(const std::string& n) { return cxx_keyword(n) ? n + "_" : n; }
+
 // index math over the dims as C++ (d[i]) or as text for people (the dim names)
 std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, bool cxx) {
   auto s = [&](size_t i) { return expr_text(u->src(i), dims, cxx); };
@@ -414,6 +417,18 @@ class Generator {
                                                            files_[other.file].path + " (one library, one namespace)"));
           return false;
         }
+      // the kernel's name is a C++ function of the library, next to <name>_explain and
+      // <name>_workspace_size: a keyword or a clash would only show up compiling the generated code
+      auto clash = [&](const std::string& why) {
+        err += frontend::render(frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' " + why));
+        return false;
+      };
+      if (cxx_keyword(k.name)) return clash("cannot be a C++ function name (it is a keyword)");
+      for (const frontend::Kernel& other : f.spec.kernels)
+        for (const char* suffix : {"_explain", "_workspace_size"})
+          if (k.name == other.name + suffix)
+            return clash("clashes with the generated function " + other.name + suffix + " of kernel '" + other.name +
+                         "'");
       KernelInfo ki;
       ki.name = k.name;
       ki.file = fi;
@@ -421,7 +436,7 @@ class Generator {
         for (const frontend::Param& p : ps) {
           Arg a;
           a.name = p.name;
-          a.cxx = cxx_keyword(p.name) ? p.name + "_" : p.name;
+          a.cxx = cxx_name(p.name);
           a.dtype = *parse_dtype(p.dtype);
           a.output = output;
           for (const frontend::ShapeItem& it : p.shape) {
@@ -542,7 +557,7 @@ class Generator {
     std::string s;
     for (int32_t d : k.dims)
       s += (s.empty() ? "" : ", ") + std::string("int64_t ") +
-           (header ? files_[k.file].spec.dims[size_t(d)].name : "dim" + std::to_string(d));
+           (header ? cxx_name(files_[k.file].spec.dims[size_t(d)].name) : "dim" + std::to_string(d));
     return s;
   }
 

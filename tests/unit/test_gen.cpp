@@ -136,6 +136,30 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   std::string bad =
       error({"lib", {"cpu"}, {write("f.kiln", "dim M in 1..4\nkernel k(a: f32[M]) -> (b: f32[M]) {\n  b = a +\n}\n")}});
   EXPECT_NE(bad.find("f.kiln:3:"), std::string::npos) << bad;
+  // names the generated C++ could not have
+  std::string word =
+      error({"lib", {"cpu"}, {write("g.kiln", "kernel delete(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}});
+  EXPECT_NE(word.find("g.kiln:1:8: error: kernel 'delete' cannot be a C++ function name (it is a keyword)"),
+            std::string::npos)
+      << word;
+  std::string twin = error({"lib",
+                            {"cpu"},
+                            {write("h.kiln",
+                                   "kernel k(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n"
+                                   "kernel k_explain(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}});
+  EXPECT_NE(twin.find("error: kernel 'k_explain' clashes with the generated function k_explain of kernel 'k'"),
+            std::string::npos)
+      << twin;
+  // a dim or an argument named like a keyword is a parameter with an underscore
+  emit::GenResult ok = emit::generate(
+      {"lib",
+       {"cpu"},
+       {write("i.kiln", "dim int in 1..8\nkernel k(new: f32[int]) -> (b: f32[int]) {\n  b = new\n}\n")}});
+  ASSERT_TRUE(ok.ok) << ok.errors;
+  EXPECT_NE(file(ok, "lib.h").find("std::size_t k_workspace_size(int64_t int_);"), std::string::npos)
+      << file(ok, "lib.h");
+  EXPECT_NE(file(ok, "lib.h").find("kiln::Status k(kiln::TensorView new_, kiln::TensorView b"), std::string::npos)
+      << file(ok, "lib.h");
 }
 
 TEST_F(GenTest, DepfileNamesEverySpecAndKiln) {

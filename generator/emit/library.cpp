@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +17,7 @@
 #include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
+#include "kiln/kernel_abi.h"
 
 namespace kiln::emit {
 
@@ -24,10 +26,16 @@ const std::vector<Target>& targets() {
       {"x86_64-avx512",
        "x86_64_avx512",
        "KILN_CPU_X86_AVX512",
+       KILN_CPU_X86_AVX512,
        "defined(__x86_64__)",
        {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"}},
-      {"x86_64-avx2", "x86_64_avx2", "KILN_CPU_X86_AVX2", "defined(__x86_64__)", {"-mavx2", "-mfma"}},
-      {"cpu", "cpu", "0", "", {}},
+      {"x86_64-avx2",
+       "x86_64_avx2",
+       "KILN_CPU_X86_AVX2",
+       KILN_CPU_X86_AVX2,
+       "defined(__x86_64__)",
+       {"-mavx2", "-mfma"}},
+      {"cpu", "cpu", "0", 0, "", {}},
   };
   return all;
 }
@@ -86,82 +94,28 @@ struct KernelInfo {
   std::vector<Variant> variants;
 };
 
-std::string dtype_enum(DType d) {
-  switch (d.scalar) {
-    case Scalar::Bool:
-      return "Bool";
-    case Scalar::Int8:
-      return "Int8";
-    case Scalar::Uint8:
-      return "Uint8";
-    case Scalar::Int16:
-      return "Int16";
-    case Scalar::Uint16:
-      return "Uint16";
-    case Scalar::Int32:
-      return "Int32";
-    case Scalar::Uint32:
-      return "Uint32";
-    case Scalar::Int64:
-      return "Int64";
-    case Scalar::Uint64:
-      return "Uint64";
-    case Scalar::Float16:
-      return "Float16";
-    case Scalar::BFloat16:
-      return "BFloat16";
-    case Scalar::Float32:
-      return "Float32";
-    case Scalar::Float64:
-      return "Float64";
-    default:
-      throw InternalError("kiln gen: no runtime dtype for " + to_string(d));
-  }
-}
+// The runtime's dtypes in kiln_dtype's order (kernel_abi.h): the C++ enumerator, the spelling
+// specs and the runtime use
+struct RuntimeDType {
+  Scalar scalar;
+  const char* enumerator;
+  const char* name;
+};
+constexpr RuntimeDType kRuntimeDTypes[] = {
+    {Scalar::Bool, "Bool", "bool"},      {Scalar::Int8, "Int8", "i8"},           {Scalar::Uint8, "Uint8", "u8"},
+    {Scalar::Int16, "Int16", "i16"},     {Scalar::Uint16, "Uint16", "u16"},      {Scalar::Int32, "Int32", "i32"},
+    {Scalar::Uint32, "Uint32", "u32"},   {Scalar::Int64, "Int64", "i64"},        {Scalar::Uint64, "Uint64", "u64"},
+    {Scalar::Float16, "Float16", "f16"}, {Scalar::BFloat16, "BFloat16", "bf16"}, {Scalar::Float32, "Float32", "f32"},
+    {Scalar::Float64, "Float64", "f64"}};
 
-// the spelling specs and the runtime use: f32, i64, bf16, ...
-std::string dtype_short(DType d) {
-  switch (d.scalar) {
-    case Scalar::Bool:
-      return "bool";
-    case Scalar::Int8:
-      return "i8";
-    case Scalar::Uint8:
-      return "u8";
-    case Scalar::Int16:
-      return "i16";
-    case Scalar::Uint16:
-      return "u16";
-    case Scalar::Int32:
-      return "i32";
-    case Scalar::Uint32:
-      return "u32";
-    case Scalar::Int64:
-      return "i64";
-    case Scalar::Uint64:
-      return "u64";
-    case Scalar::Float16:
-      return "f16";
-    case Scalar::BFloat16:
-      return "bf16";
-    case Scalar::Float32:
-      return "f32";
-    case Scalar::Float64:
-      return "f64";
-    default:
-      return to_string(d);
-  }
-}
-
-// kiln_dtype's value (kernel_abi.h): the order of the runtime's DType
+// kiln_dtype's value of a spec dtype
 int runtime_dtype(DType d) {
-  static const Scalar order[] = {Scalar::Bool,     Scalar::Int8,    Scalar::Uint8,  Scalar::Int16,  Scalar::Uint16,
-                                 Scalar::Int32,    Scalar::Uint32,  Scalar::Int64,  Scalar::Uint64, Scalar::Float16,
-                                 Scalar::BFloat16, Scalar::Float32, Scalar::Float64};
-  for (int i = 0; i < 13; ++i)
-    if (order[i] == d.scalar) return i;
+  for (int i = 0; i < int(std::size(kRuntimeDTypes)); ++i)
+    if (kRuntimeDTypes[i].scalar == d.scalar) return i;
   throw InternalError("kiln gen: no runtime dtype for " + to_string(d));
 }
+std::string dtype_enum(DType d) { return kRuntimeDTypes[runtime_dtype(d)].enumerator; }
+std::string dtype_short(DType d) { return kRuntimeDTypes[runtime_dtype(d)].name; }
 
 bool cxx_keyword(const std::string& s) {
   static const std::set<std::string> words = {
@@ -312,10 +266,9 @@ class Generator {
       out += " " + std::string(sf.dims[size_t(i)]->arg<VarArg>().name) + "=" + std::to_string(d[size_t(i)]);
     out += k->dims.empty() ? " no dims:\n" : ":\n";
     for (const Target* t : targets_) {
-      uint32_t need = t->name == "x86_64-avx512" ? 2u : t->name == "x86_64-avx2" ? 1u : 0u;
       for (const Variant& v : k->variants) {
         std::string label = "  " + kernel + "[" + v.tag + "] on " + t->name + " (" + guard_text(v, sf.dims) + "): ";
-        if ((need & features) != need) {
+        if ((t->feature_bits & features) != t->feature_bits) {
           out += label + "skipped, this CPU lacks " + t->name.substr(7) + "\n";
           break;  // every variant of the target needs it
         }

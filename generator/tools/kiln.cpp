@@ -21,6 +21,7 @@
 #include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
+#include "kiln/kiln_c.h"
 
 namespace {
 
@@ -277,18 +278,6 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
              : 1;
 }
 
-uint32_t native_features() {
-  uint32_t f = 0;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) f |= 1u;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl"))
-    f |= 2u;
-#endif
-  return f;
-}
-
 // `kiln explain`: which variant a call with these dims takes
 int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
                 const std::string& cpu) {
@@ -308,7 +297,11 @@ int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, cons
     }
     values[d.substr(0, eq)] = v;
   }
-  uint32_t features = cpu == "native" ? native_features() : cpu == "avx512" ? 3u : cpu == "avx2" ? 1u : 0u;
+  // the runtime's own detection for this machine, as a generated dispatch would see it
+  uint32_t features = cpu == "native"   ? kiln_cpu_features()
+                      : cpu == "avx512" ? KILN_CPU_X86_AVX512 | KILN_CPU_X86_AVX2
+                      : cpu == "avx2"   ? KILN_CPU_X86_AVX2
+                                        : 0u;
   bool ok = false;
   std::string text = kiln::emit::explain(o, kernel, values, features, &ok);
   (ok ? std::cout : std::cerr) << text;

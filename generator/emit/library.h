@@ -3,8 +3,21 @@
 // the most specific first) plus a generic variant over the declared ranges; a C++ header with one
 // entry point per kernel (kiln/kiln.h's TensorView, Status and Context), a dispatch source that
 // checks the arguments, binds the dims and takes the first variant whose guard holds on this
-// CPU, one C file of kernels per target, a manifest (JSON) and a depfile. The same input gives
+// CPU, C files of kernels per target, a manifest (JSON) and a depfile. The same input gives
 // the same bytes; no generated file names a path.
+//
+// The files of library L with specs a.kiln, b.kiln and targets t1, t2:
+//   L.h                    includes the part headers (what users include)
+//   L_a.h                  the entry points of a.kiln's kernels
+//   L_a_dispatch.cpp       their argument checks, dim binding and variant tables
+//   L_a_t1.c, L_a_t2.c     their kernels for each target
+//   L_a.manifest.json      their kernels, variants, guards, opts and estimates
+//   (the same four for b)
+//   L.manifest.json        the library's manifest: the parts' kernels, merged
+// Each spec's files depend on that spec alone and each kernel file on one spec and one target, so
+// a build system can run one action per spec and per spec and target (`Emit`); the library's two
+// files need only the specs' names and their part manifests. One run (`Emit::All`) writes the
+// same bytes as the parts run separately.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +41,25 @@ struct Target {
 const std::vector<Target>& targets();
 const Target* find_target(const std::string& name);
 
+// Which of the library's files a run writes.
+enum class Emit {
+  All,      // every file
+  Spec,     // one spec's header, dispatch source and part manifest (one spec; needs every target)
+  Kernels,  // one spec's kernel files, for the targets given
+  Library,  // L.h and L.manifest.json, from the part manifests in `parts_dir` (specs are not read)
+};
+
 struct GenOptions {
   std::string name;                  // the library: a C identifier, the namespace and the file prefix
   std::vector<std::string> targets;  // target names, each at most once
   std::vector<std::string> specs;    // spec file paths
+  Emit emit = Emit::All;
+  std::string parts_dir;  // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
 };
+
+// The part of the file names a spec's files carry: its file name without `.kiln`, every character
+// that is not a letter, digit or underscore made an underscore ("nets/my-net.kiln" -> "my_net").
+std::string part_name(const std::string& spec_path);
 
 struct GenResult {
   bool ok = false;
@@ -40,8 +67,9 @@ struct GenResult {
   std::vector<std::pair<std::string, std::string>> files;  // file name (no directory) -> contents
 };
 
-// Every file but the depfile, in a fixed order: <name>.h, <name>_dispatch.cpp, <name>_<target>.c
-// per target (in the order given), <name>.manifest.json.
+// The files `options.emit` names, in a fixed order; for Emit::All: <name>.h first, then per spec
+// (in the order given) its header, dispatch source, kernel files (targets best first) and part
+// manifest, and <name>.manifest.json last.
 GenResult generate(const GenOptions& options);
 
 // The depfile (Make syntax) of a run whose first output is `first_output`: every spec and the

@@ -272,10 +272,23 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
   }
   for (const auto& [name, text] : r.files)
     if (!write_file(out + "/" + name, text)) return 1;
+  if (o.emit != kiln::emit::Emit::All) return 0;  // a build that splits the work declares its inputs itself
   return write_file(out + "/" + o.name + ".d",
                     kiln::emit::depfile(out + "/" + r.files.front().first, o.specs, self_path()))
              ? 0
              : 1;
+}
+
+// `--target cpu x86_64-avx2 a.kiln b.kiln`: the targets end at the first value that is not one (CLI11
+// gives a list option every value up to the next option, but the positional specs at least one)
+void split_targets(kiln::emit::GenOptions& o) {
+  for (size_t i = 0; i < o.targets.size(); ++i) {
+    const std::string& t = o.targets[i];
+    if (kiln::emit::find_target(t) || t.find_first_of("./") == std::string::npos) continue;
+    o.specs.insert(o.specs.begin(), o.targets.begin() + std::ptrdiff_t(i), o.targets.end());
+    o.targets.resize(i);
+    return;
+  }
 }
 
 // `kiln explain`: which variant a call with these dims takes
@@ -360,10 +373,19 @@ int main(int argc, char** argv) {
       ->required()
       ->delimiter(',');
   gen->add_option("specs", gen_opts.specs, "spec files")->required();
+  std::string emit = "all";
+  gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")
+      ->check(CLI::IsMember({"all", "spec", "kernels", "library"}));
   gen->footer(
-      "Writes <out>/<name>.h (the C++ entry points, namespace <name>), <name>_dispatch.cpp, one\n"
-      "<name>_<target>.c per target (compile x86_64-avx2 with -mavx2 -mfma, x86_64-avx512 with -mavx512f\n"
-      "-mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma), <name>.manifest.json and the depfile <name>.d.\n"
+      "Writes into <out>, for each spec <part>.kiln: <name>_<part>.h (its kernels' C++ entry points, in\n"
+      "namespace <name>), <name>_<part>_dispatch.cpp, one <name>_<part>_<target>.c per target (compile\n"
+      "x86_64-avx2 with -mavx2 -mfma, x86_64-avx512 with -mavx512f -mavx512bw -mavx512dq -mavx512vl\n"
+      "-mavx2 -mfma) and <name>_<part>.manifest.json; then <name>.h (includes the part headers: what\n"
+      "users include), <name>.manifest.json (the parts merged) and the depfile <name>.d.\n"
+      "A build may split the work: --emit spec <spec> writes one spec's header, dispatch and part\n"
+      "manifest (give every target); --emit kernels <spec> its kernel files for the targets given;\n"
+      "--emit library <specs> writes <name>.h and <name>.manifest.json from the part manifests in <out>\n"
+      "(the specs are not read). The bytes are the same as one run's. No depfile then.\n"
       "Files whose bytes would not change are left untouched. Same input, same bytes.");
 
   auto* expl = app.add_subcommand("explain", "which variant a call with given dims takes, and why");
@@ -382,7 +404,16 @@ int main(int argc, char** argv) {
 
   if (gen->parsed() || expl->parsed()) {
     try {
-      if (gen->parsed()) return run_gen(gen_opts, gen_out);
+      if (gen->parsed()) {
+        split_targets(gen_opts);
+        gen_opts.emit = emit == "spec"      ? kiln::emit::Emit::Spec
+                        : emit == "kernels" ? kiln::emit::Emit::Kernels
+                        : emit == "library" ? kiln::emit::Emit::Library
+                                            : kiln::emit::Emit::All;
+        gen_opts.parts_dir = gen_out;
+        return run_gen(gen_opts, gen_out);
+      }
+      split_targets(ex_opts);
       if (ex_opts.targets.empty()) ex_opts.targets = {"cpu", "x86_64-avx2", "x86_64-avx512"};
       return run_explain(ex_opts, ex_kernel, ex_dims, ex_cpu);
     } catch (const kiln::InternalError& e) {

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "generator/emit/library.h"
@@ -24,6 +25,16 @@ class GenTest : public ::testing::Test {
     std::ofstream(path) << text;
     return path;
   }
+  static emit::GenOptions opts(std::string name, std::vector<std::string> targets, std::vector<std::string> specs,
+                               emit::Emit emit = emit::Emit::All, std::string parts_dir = {}) {
+    emit::GenOptions o;
+    o.name = std::move(name);
+    o.targets = std::move(targets);
+    o.specs = std::move(specs);
+    o.emit = emit;
+    o.parts_dir = std::move(parts_dir);
+    return o;
+  }
   const std::string& file(const emit::GenResult& r, const std::string& name) {
     for (const auto& [n, text] : r.files)
       if (n == name) return text;
@@ -39,19 +50,21 @@ class GenTest : public ::testing::Test {
 };
 
 TEST_F(GenTest, WritesEveryFileTheSameWayTwice) {
-  emit::GenOptions o{"lib", {"cpu", "x86_64-avx512", "x86_64-avx2"}, {write("a.kiln", kSpec)}};
+  emit::GenOptions o = opts("lib", {"cpu", "x86_64-avx512", "x86_64-avx2"}, {write("a.kiln", kSpec)});
   emit::GenResult r1 = emit::generate(o), r2 = emit::generate(o);
   ASSERT_TRUE(r1.ok) << r1.errors;
   std::vector<std::string> names;
   for (const auto& f : r1.files) names.push_back(f.first);
   // the targets best first, whatever order they were given in
-  EXPECT_EQ(names, (std::vector<std::string>{"lib.h", "lib_dispatch.cpp", "lib_x86_64_avx512.c", "lib_x86_64_avx2.c",
-                                             "lib_cpu.c", "lib.manifest.json"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"lib.h", "lib_a.h", "lib_a_dispatch.cpp", "lib_a_x86_64_avx512.c",
+                                             "lib_a_x86_64_avx2.c", "lib_a_cpu.c", "lib_a.manifest.json",
+                                             "lib.manifest.json"}));
   ASSERT_EQ(r1.files.size(), r2.files.size());
   for (size_t i = 0; i < r1.files.size(); ++i) EXPECT_EQ(r1.files[i], r2.files[i]) << r1.files[i].first;
   // no generated file names a path (the same spec elsewhere gives the same bytes)
   for (const auto& [name, text] : r1.files) EXPECT_EQ(text.find("/tmp"), std::string::npos) << name;
-  const std::string& h = file(r1, "lib.h");
+  EXPECT_NE(file(r1, "lib.h").find("#include \"lib_a.h\""), std::string::npos) << file(r1, "lib.h");
+  const std::string& h = file(r1, "lib_a.h");
   EXPECT_NE(h.find("kiln::Status gemm(kiln::TensorView a, kiln::TensorView b, kiln::TensorView c, "
                    "kiln::Context* ctx = nullptr);"),
             std::string::npos)
@@ -60,13 +73,13 @@ TEST_F(GenTest, WritesEveryFileTheSameWayTwice) {
   EXPECT_NE(h.find("std::string gemm_explain(kiln::TensorView a, kiln::TensorView b, kiln::TensorView c);"),
             std::string::npos);
   // the x86 kernels exist only on x86, with the flags they need named
-  const std::string& avx2 = file(r1, "lib_x86_64_avx2.c");
+  const std::string& avx2 = file(r1, "lib_a_x86_64_avx2.c");
   EXPECT_NE(avx2.find("#if defined(__x86_64__)"), std::string::npos);
   EXPECT_NE(avx2.find("compile with: -mavx2 -mfma"), std::string::npos);
 }
 
 TEST_F(GenTest, VariantsAreEveryBucketCombinationMostSpecificFirst) {
-  emit::GenOptions o{"lib", {"cpu", "x86_64-avx2"}, {write("b.kiln", kSpec)}};
+  emit::GenOptions o = opts("lib", {"cpu", "x86_64-avx2"}, {write("b.kiln", kSpec)});
   emit::GenResult r = emit::generate(o);
   ASSERT_TRUE(r.ok) << r.errors;
   nlohmann::json m = nlohmann::json::parse(file(r, "lib.manifest.json"));
@@ -90,7 +103,7 @@ TEST_F(GenTest, VariantsAreEveryBucketCombinationMostSpecificFirst) {
 }
 
 TEST_F(GenTest, ExplainSaysWhichVariantACallTakesAndWhy) {
-  emit::GenOptions o{"lib", {"cpu", "x86_64-avx2", "x86_64-avx512"}, {write("c.kiln", kSpec)}};
+  emit::GenOptions o = opts("lib", {"cpu", "x86_64-avx2", "x86_64-avx512"}, {write("c.kiln", kSpec)});
   bool ok = false;
   std::string s = emit::explain(o, "gemm", {{"M", 1}, {"K", 5}, {"N", 128}}, 3u, &ok);
   EXPECT_TRUE(ok);
@@ -125,41 +138,109 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
     EXPECT_FALSE(r.ok);
     return r.errors;
   };
-  EXPECT_EQ(error({"lib", {"gpu"}, {spec}}),
+  EXPECT_EQ(error(opts("lib", {"gpu"}, {spec})),
             "kiln: error: unknown target 'gpu' (known: cpu, x86_64-avx2, x86_64-avx512)\n");
-  EXPECT_EQ(error({"lib", {"cpu", "cpu"}, {spec}}), "kiln: error: target 'cpu' given twice\n");
-  EXPECT_EQ(error({"2lib", {"cpu"}, {spec}}), "kiln: error: --name '2lib' is not a C identifier\n");
-  EXPECT_EQ(error({"class", {"cpu"}, {spec}}), "kiln: error: --name 'class' is not a C identifier\n");
-  EXPECT_EQ(error({"lib", {"cpu"}, {spec + ".missing"}}), "kiln: error: cannot open " + spec + ".missing\n");
-  std::string twice = error({"lib", {"cpu"}, {spec, write("e.kiln", kSpec)}});
+  EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
+  EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
+  EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})), "kiln: error: cannot open " + spec + ".missing\n");
+  std::string twice = error(opts("lib", {"cpu"}, {spec, write("e.kiln", kSpec)}));
   EXPECT_NE(twice.find("e.kiln:4:8: error: kernel 'gemm' is also defined in " + spec), std::string::npos) << twice;
-  std::string bad =
-      error({"lib", {"cpu"}, {write("f.kiln", "dim M in 1..4\nkernel k(a: f32[M]) -> (b: f32[M]) {\n  b = a +\n}\n")}});
+  std::string bad = error(
+      opts("lib", {"cpu"}, {write("f.kiln", "dim M in 1..4\nkernel k(a: f32[M]) -> (b: f32[M]) {\n  b = a +\n}\n")}));
   EXPECT_NE(bad.find("f.kiln:3:"), std::string::npos) << bad;
   // names the generated C++ could not have
   std::string word =
-      error({"lib", {"cpu"}, {write("g.kiln", "kernel delete(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}});
+      error(opts("lib", {"cpu"}, {write("g.kiln", "kernel delete(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}));
   EXPECT_NE(word.find("g.kiln:1:8: error: kernel 'delete' cannot be a C++ function name (it is a keyword)"),
             std::string::npos)
       << word;
-  std::string twin = error({"lib",
-                            {"cpu"},
-                            {write("h.kiln",
-                                   "kernel k(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n"
-                                   "kernel k_explain(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}});
+  std::string twin = error(opts("lib", {"cpu"},
+                                {write("h.kiln",
+                                       "kernel k(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n"
+                                       "kernel k_explain(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}));
   EXPECT_NE(twin.find("error: kernel 'k_explain' clashes with the generated function k_explain of kernel 'k'"),
             std::string::npos)
       << twin;
   // a dim or an argument named like a keyword is a parameter with an underscore
   emit::GenResult ok = emit::generate(
-      {"lib",
-       {"cpu"},
-       {write("i.kiln", "dim int in 1..8\nkernel k(new: f32[int]) -> (b: f32[int]) {\n  b = new\n}\n")}});
+      opts("lib", {"cpu"},
+           {write("i.kiln", "dim int in 1..8\nkernel k(new: f32[int]) -> (b: f32[int]) {\n  b = new\n}\n")}));
   ASSERT_TRUE(ok.ok) << ok.errors;
-  EXPECT_NE(file(ok, "lib.h").find("std::size_t k_workspace_size(int64_t int_);"), std::string::npos)
-      << file(ok, "lib.h");
-  EXPECT_NE(file(ok, "lib.h").find("kiln::Status k(kiln::TensorView new_, kiln::TensorView b"), std::string::npos)
-      << file(ok, "lib.h");
+  EXPECT_NE(file(ok, "lib_i.h").find("std::size_t k_workspace_size(int64_t int_);"), std::string::npos)
+      << file(ok, "lib_i.h");
+  EXPECT_NE(file(ok, "lib_i.h").find("kiln::Status k(kiln::TensorView new_, kiln::TensorView b"), std::string::npos)
+      << file(ok, "lib_i.h");
+  // across the specs of a library too
+  std::string across =
+      error(opts("lib", {"cpu"},
+                 {write("j.kiln", "kernel k(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n"),
+                  write("k.kiln", "kernel k_workspace_size(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}));
+  EXPECT_NE(across.find("k.kiln:1:8: error: kernel 'k_workspace_size' clashes with the generated function "
+                        "k_workspace_size of kernel 'k' in " +
+                        spec.substr(0, spec.size() - 6) + "j.kiln"),
+            std::string::npos)
+      << across;
+  // two specs whose files would have the same names
+  std::filesystem::create_directories(spec.substr(0, spec.size() - 6) + "sub");
+  EXPECT_NE(error(opts("lib", {"cpu"}, {spec, write("sub/d.kiln", kSpec)})).find("would both write files named lib_d*"),
+            std::string::npos);
+}
+
+// A build may write each spec's files in its own run (Bazel: one action per spec and per spec and
+// target) and the library's two files from the parts: the bytes are those of one run.
+TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
+  std::string a = write("my-net.kiln", kSpec),
+              b = write("other.kiln", "dim S in 1..64\nkernel scale(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n");
+  std::vector<std::string> targets = {"cpu", "x86_64-avx2", "x86_64-avx512"};
+  emit::GenResult all = emit::generate(opts("lib", targets, {a, b}));
+  ASSERT_TRUE(all.ok) << all.errors;
+  std::map<std::string, std::string> split;
+  std::string dir = std::filesystem::path(a).parent_path().string();
+  for (const std::string& spec : {a, b}) {
+    emit::GenResult s = emit::generate(opts("lib", targets, {spec}, emit::Emit::Spec));
+    ASSERT_TRUE(s.ok) << s.errors;
+    EXPECT_EQ(s.files.size(), 3u);
+    for (const auto& [n, text] : s.files) {
+      split[n] = text;
+      if (n.ends_with(".manifest.json")) std::ofstream(dir + "/" + n) << text;  // the library run reads them
+    }
+    for (const std::string& t : targets) {
+      emit::GenResult k = emit::generate(opts("lib", {t}, {spec}, emit::Emit::Kernels));
+      ASSERT_TRUE(k.ok) << k.errors;
+      ASSERT_EQ(k.files.size(), 1u);
+      split[k.files[0].first] = k.files[0].second;
+    }
+  }
+  emit::GenResult lib = emit::generate(opts("lib", targets, {a, b}, emit::Emit::Library, dir));
+  ASSERT_TRUE(lib.ok) << lib.errors;
+  for (const auto& [n, text] : lib.files) split[n] = text;
+  ASSERT_EQ(split.size(), all.files.size());
+  for (const auto& [n, text] : all.files) EXPECT_EQ(split[n], text) << n;
+  EXPECT_EQ(split.count("lib_my_net_x86_64_avx2.c"), 1u);  // the part name: the file name, an identifier
+  EXPECT_EQ(emit::part_name("x/y/my-net.v2.kiln"), "my_net_v2");
+
+  // the library run finds what one run finds: a kernel two specs define, stale or foreign parts
+  std::ofstream(dir + "/lib_twin.manifest.json") << split["lib_my_net.manifest.json"];
+  std::string twin = emit::generate(opts("lib", targets, {a, dir + "/twin.kiln"}, emit::Emit::Library, dir)).errors;
+  EXPECT_EQ(twin.find("kiln: error: lib_twin.manifest.json was written for spec \"my-net.kiln\""), 0u) << twin;
+  std::string renamed = split["lib_my_net.manifest.json"];
+  const std::string from = "\"spec\": \"my-net.kiln\"";
+  for (size_t at; (at = renamed.find(from)) != std::string::npos;)
+    renamed.replace(at, from.size(), "\"spec\": \"twin.kiln\"");
+  std::ofstream(dir + "/lib_twin.manifest.json") << renamed;
+  twin = emit::generate(opts("lib", targets, {a, dir + "/twin.kiln"}, emit::Emit::Library, dir)).errors;
+  EXPECT_EQ(twin,
+            "kiln: error: kernel 'gemm' is defined at my-net.kiln:4:8 and at twin.kiln:4:8 (one library, one "
+            "namespace)\n");
+  std::string other = emit::generate(opts("lib", {"cpu"}, {a}, emit::Emit::Library, dir)).errors;
+  EXPECT_EQ(other,
+            "kiln: error: lib_my_net.manifest.json was written for other targets: write it again with these "
+            "options\n");
+  std::string missing = emit::generate(opts("lib", {"cpu"}, {dir + "/none.kiln"}, emit::Emit::Library, dir)).errors;
+  EXPECT_EQ(missing.find("kiln: error: cannot open " + dir + "/lib_none.manifest.json"), 0u) << missing;
+  EXPECT_EQ(emit::generate(opts("lib", targets, {a, b}, emit::Emit::Spec)).errors,
+            "kiln: error: --emit spec writes the files of one spec (got 2)\n");
 }
 
 TEST_F(GenTest, DepfileNamesEverySpecAndKiln) {

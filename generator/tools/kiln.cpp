@@ -143,6 +143,45 @@ int run_check(const std::vector<std::string>& paths) {
   return rc;
 }
 
+// the contents of a file, or nullopt when it cannot be read
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// writes through a temporary and a rename, and leaves a file with the same bytes untouched (so a
+// build that restats its outputs compiles nothing downstream)
+bool write_file(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    // a device or a pipe (-o /dev/null, /dev/stdout): written into, never replaced by a file
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    if (f.flush()) return true;
+    std::cerr << "kiln: error: cannot write " << path << "\n";
+    return false;
+  }
+  if (read_file(path) == text) return true;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f.flush()) {
+      std::cerr << "kiln: error: cannot write " << tmp << "\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::cerr << "kiln: error: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
 int run_codegen(const std::vector<std::string>& paths, const std::string& only, const std::string& dump_after,
                 bool dump_all, const std::string& output) {
@@ -204,50 +243,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
     std::cout.flush();
     return 0;
   }
-  // write a temporary next to the target, then rename: a failed run never leaves half a file
-  std::string tmp = output + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << out;
-    if (!f.flush()) {
-      std::cerr << "kiln: error: cannot write " << tmp << "\n";
-      return 1;
-    }
-  }
-  if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-    std::cerr << "kiln: error: cannot write " << output << "\n";
-    return 1;
-  }
-  return 0;
-}
-
-// the contents of a file, or nullopt when it cannot be read
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// writes through a temporary and a rename, and leaves a file with the same bytes untouched (so a
-// build that restats its outputs compiles nothing downstream)
-bool write_file(const std::string& path, const std::string& text) {
-  if (read_file(path) == text) return true;
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) {
-      std::cerr << "kiln: error: cannot write " << tmp << "\n";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::cerr << "kiln: error: cannot write " << path << "\n";
-    return false;
-  }
-  return true;
+  return write_file(output, out) ? 0 : 1;
 }
 
 // this executable, for the depfile: a new kiln regenerates the libraries it made

@@ -153,5 +153,25 @@ check "codegen unknown kernel" "1 kiln: error: no kernel named 'nope'" "$? $(cat
 "$kiln" codegen "$here/specs/bad_shape.kiln" >"$tmp/out" 2>"$tmp/err"
 check "codegen bad spec" "1 0" "$? $(wc -c <"$tmp/out")"
 
+# -o into a device writes into it: kiln never replaces /dev/null with a file (as root it could)
+"$kiln" codegen "$here/specs/ok.kiln" -o /dev/null 2>"$tmp/err"
+check "codegen -o /dev/null" "0 1" "$? $([[ -c /dev/null ]] && echo 1)"
+
+# kiln gen: targets listed with spaces end at the first spec; the split runs (--emit) write the
+# bytes of one run
+cp "$here/specs/ok.kiln" "$tmp/one.kiln"
+printf 'dim S in 1..64\nkernel twice(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n' >"$tmp/two-b.kiln"
+"$kiln" gen --name lib --out "$tmp/all" --target cpu x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
+check "gen with a target list" "0 " "$? $(cat "$tmp/err")"
+check "gen files" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.c lib_two_b.h lib_two_b.manifest.json lib_two_b_cpu.c lib_two_b_dispatch.cpp lib_two_b_x86_64_avx2.c" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
+for spec in one two-b; do
+  "$kiln" gen --emit spec --name lib --out "$tmp/split" --target cpu,x86_64-avx2 "$tmp/$spec.kiln"
+  for t in cpu x86_64-avx2; do "$kiln" gen --emit=kernels --name lib --out "$tmp/split" --target "$t" "$tmp/$spec.kiln"; done
+done
+"$kiln" gen --emit library --name lib --out "$tmp/split" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln"
+check "gen --emit: the same bytes" "" "$(diff -r -x lib.d "$tmp/all" "$tmp/split" 2>&1)"
+"$kiln" gen --emit library --name lib --out "$tmp/none" --target cpu "$tmp/one.kiln" 2>"$tmp/err"
+check "gen --emit library without parts" "1 kiln: error: cannot open $tmp/none/lib_one.manifest.json (kiln gen --emit spec $tmp/one.kiln writes it)" "$? $(cat "$tmp/err")"
+
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -1,0 +1,190 @@
+"""kiln_library(): precompiled kernels from .kiln specs, as a cc_library.
+
+    load("@kiln//bazel:defs.bzl", "kiln_library")
+    kiln_library(name = "hz", specs = ["a.kiln"], targets = ["cpu", "x86_64-avx2", "x86_64-avx512"])
+    cc_binary(name = "app", srcs = ["app.cc"], deps = [":hz"])   # app.cc: #include "hz.h"
+
+The host-built `kiln` (exec configuration) runs as separate actions with declared outputs, so
+remote caching and remote execution work and a changed spec re-runs only its own actions:
+  - per spec: `kiln gen --emit spec`, its header, dispatch source and part manifest;
+  - per spec and target: `kiln gen --emit kernels`, its kernel file;
+  - per library: `kiln gen --emit library`, <name>.h and <name>.manifest.json from the parts.
+The files are byte for byte those kiln_add_library() (CMake) writes for the same specs and targets.
+
+`targets` defaults to what the target platform runs: all three on x86_64, else `cpu`. The x86
+kernel files are compiled with their ISA flags on x86_64 only (elsewhere they compile to nothing);
+the dispatch picks them at run time on CPUs that have the instructions.
+"""
+
+load("@rules_cc//cc:defs.bzl", "cc_library")
+
+# kiln's targets, best first (the order kiln writes them in): name, file suffix, ISA flags
+_TARGETS = [
+    ("x86_64-avx512", "x86_64_avx512", ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"]),
+    ("x86_64-avx2", "x86_64_avx2", ["-mavx2", "-mfma"]),
+    ("cpu", "cpu", []),
+]
+
+_DEFAULT_TARGETS = select({
+    str(Label("//bazel:x86_64")): ["cpu", "x86_64-avx2", "x86_64-avx512"],
+    "//conditions:default": ["cpu"],
+})
+
+def _part_name(path):
+    """kiln's part name of a spec (generator/emit/library.h): its file name without .kiln, an identifier."""
+    base = path.split("/")[-1]
+    if len(base) > 5 and base.endswith(".kiln"):
+        base = base[:-5]
+    return "".join([c if (c.isalnum() or c == "_") else "_" for c in base.elems()])
+
+def _declare(ctx, lib, name):
+    return ctx.actions.declare_file(lib + "/" + lib + "_" + name)
+
+def _kiln_gen_impl(ctx):
+    lib = ctx.attr.library
+    known = [t[0] for t in _TARGETS]
+    for t in ctx.attr.targets:
+        if t not in known:
+            fail("kiln_library(%s): unknown target '%s' (known: %s)" % (lib, t, ", ".join(known)))
+        if len([x for x in ctx.attr.targets if x == t]) > 1:
+            fail("kiln_library(%s): target '%s' given twice" % (lib, t))
+    if not ctx.attr.targets:
+        fail("kiln_library(%s): no targets" % lib)
+    targets = [t for t in _TARGETS if t[0] in ctx.attr.targets]
+    target_list = "--target=" + ",".join([t[0] for t in targets])
+
+    hdrs, dispatch, manifests = [], [], []
+    kernels = {t[1]: [] for t in _TARGETS}
+    parts = {}
+    for spec in ctx.files.specs:
+        part = _part_name(spec.basename)
+        if part in parts:
+            fail("kiln_library(%s): %s and %s would both write files named %s_%s*: the specs of one library need different file names" %
+                 (lib, parts[part], spec.short_path, lib, part))
+        parts[part] = spec.short_path
+        h = _declare(ctx, lib, part + ".h")
+        d = _declare(ctx, lib, part + "_dispatch.cpp")
+        m = _declare(ctx, lib, part + ".manifest.json")
+        ctx.actions.run(
+            executable = ctx.executable._kiln,
+            arguments = ["gen", "--emit=spec", "--name=" + lib, "--out=" + h.dirname, target_list, spec.path],
+            inputs = [spec],
+            outputs = [h, d, m],
+            mnemonic = "KilnGenSpec",
+            progress_message = "kiln gen %s: %s" % (lib, spec.short_path),
+        )
+        hdrs.append(h)
+        dispatch.append(d)
+        manifests.append(m)
+        for name, symbol, _ in targets:
+            c = _declare(ctx, lib, part + "_" + symbol + ".c")
+            ctx.actions.run(
+                executable = ctx.executable._kiln,
+                arguments = ["gen", "--emit=kernels", "--name=" + lib, "--out=" + c.dirname, "--target=" + name, spec.path],
+                inputs = [spec],
+                outputs = [c],
+                mnemonic = "KilnGenKernels",
+                progress_message = "kiln gen %s: %s for %s" % (lib, spec.short_path, name),
+            )
+            kernels[symbol].append(c)
+
+    # the library's files need the parts' manifests, not the specs (which are only named)
+    umbrella = ctx.actions.declare_file(lib + "/" + lib + ".h")
+    manifest = ctx.actions.declare_file(lib + "/" + lib + ".manifest.json")
+    ctx.actions.run(
+        executable = ctx.executable._kiln,
+        arguments = ["gen", "--emit=library", "--name=" + lib, "--out=" + umbrella.dirname, target_list] +
+                    [s.path for s in ctx.files.specs],
+        inputs = manifests,
+        outputs = [umbrella, manifest],
+        mnemonic = "KilnGenLibrary",
+        progress_message = "kiln gen %s: %s.h" % (lib, lib),
+    )
+    groups = {"kernels_" + symbol: depset(files) for symbol, files in kernels.items()}
+    all_kernels = [f for t in targets for f in kernels[t[1]]]
+    return [
+        DefaultInfo(files = depset([umbrella] + hdrs + dispatch + all_kernels + manifests + [manifest])),
+        OutputGroupInfo(
+            hdrs = depset([umbrella] + hdrs),
+            dispatch = depset(dispatch),
+            manifest = depset(manifests + [manifest]),
+            **groups
+        ),
+    ]
+
+_kiln_gen = rule(
+    implementation = _kiln_gen_impl,
+    attrs = {
+        "library": attr.string(mandatory = True),
+        "specs": attr.label_list(allow_files = [".kiln"], mandatory = True, allow_empty = False),
+        "targets": attr.string_list(mandatory = True),
+        "_kiln": attr.label(default = Label("//:kiln"), executable = True, cfg = "exec"),
+    },
+)
+
+def _is_identifier(s):
+    if not s or s[0].isdigit():
+        return False
+    for c in s.elems():
+        if not (c.isalnum() or c == "_"):
+            return False
+    return True
+
+def kiln_library(name, specs, targets = None, visibility = None, tags = [], testonly = False, **kwargs):
+    """A cc_library `name` of the kernels of `specs`, compiled for `targets`.
+
+    Args:
+      name: the library: a C identifier, its C++ namespace and the header's name (name.h).
+      specs: the .kiln spec files (labels); their file names must differ.
+      targets: kiln targets ("cpu", "x86_64-avx2", "x86_64-avx512"), may be a select();
+        default: all three on x86_64, else "cpu".
+      visibility, tags, testonly: as for any rule, on every target this makes.
+      **kwargs: more cc_library attributes for `name` (e.g. linkstatic, alwayslink).
+
+    Also made: `<name>_files` (every generated file: `bazel build :<name>_files`).
+    """
+    if not _is_identifier(name):
+        fail("kiln_library(%s): the name must be a C identifier (it is the namespace and the header)" % name)
+    common = {"tags": tags, "testonly": testonly}
+    _kiln_gen(
+        name = name + "_files",
+        library = name,
+        specs = specs,
+        targets = _DEFAULT_TARGETS if targets == None else targets,
+        visibility = visibility,
+        **common
+    )
+    for group in ["hdrs", "dispatch"] + ["kernels_" + t[1] for t in _TARGETS]:
+        native.filegroup(
+            name = "%s_%s" % (name, group),
+            srcs = [":%s_files" % name],
+            output_group = group,
+            visibility = ["//visibility:private"],
+            **common
+        )
+
+    # one library per target: each kernel file with its target's ISA flags (on x86_64 only)
+    kernel_libs = []
+    for _, symbol, flags in _TARGETS:
+        cc_library(
+            name = "%s_kernels_%s_lib" % (name, symbol),
+            srcs = [":%s_kernels_%s" % (name, symbol)],
+            copts = select({
+                str(Label("//bazel:x86_64")): flags,
+                "//conditions:default": [],
+            }),
+            linkopts = ["-lm"],
+            deps = [Label("//:kernel_abi")],
+            visibility = ["//visibility:private"],
+            **common
+        )
+        kernel_libs.append(":%s_kernels_%s_lib" % (name, symbol))
+    cc_library(
+        name = name,
+        hdrs = [":%s_hdrs" % name],
+        srcs = [":%s_dispatch" % name],
+        includes = [name],
+        deps = [Label("//:runtime")] + kernel_libs,
+        visibility = visibility,
+        **dict(common, **kwargs)
+    )

@@ -1,0 +1,60 @@
+"""kiln_archive: a pinned download that `--repo_env=KILN_OFFLINE=1` swaps for a Debian copy.
+
+Online (the default) it is an http_archive: urls, sha256, strip_prefix, build_file. Offline
+(`--config=offline`, bazel/offline.bazelrc) it copies `offline_path` from an apt package into
+`offline_prefix` of the repository and uses `offline_build_file` when given (else `build_file`).
+`patch_cmds` run in both modes. The BUILD files that use the repository are the same either way.
+"""
+
+_ENV = "KILN_OFFLINE"
+
+def _run(rctx, cmd, what):
+    res = rctx.execute(cmd)
+    if res.return_code != 0:
+        fail("%s: %s failed: %s%s" % (rctx.name, what, res.stdout, res.stderr))
+
+def _kiln_archive_impl(rctx):
+    offline = rctx.os.environ.get(_ENV, "0") not in ("", "0", "false")
+    build_file = rctx.attr.build_file
+    if not offline:
+        rctx.download_and_extract(
+            url = rctx.attr.urls,
+            sha256 = rctx.attr.sha256,
+            stripPrefix = rctx.attr.strip_prefix,
+        )
+    else:
+        src = rctx.path(rctx.attr.offline_path)
+        if not src.exists:
+            fail("%s: %s not found (offline); on Debian: apt-get install -y %s" %
+                 (rctx.name, rctx.attr.offline_path, rctx.attr.offline_apt_package))
+        dest = rctx.attr.offline_prefix or "."
+        _run(rctx, ["mkdir", "-p", dest], "mkdir " + dest)
+
+        # a copy, not a link: the tree may be patched without touching /usr
+        _run(rctx, ["cp", "-R", "-L", str(src) + "/.", dest], "copying " + str(src))
+        if rctx.attr.offline_build_file:
+            build_file = rctx.attr.offline_build_file
+    if build_file:
+        for old in ["BUILD", "BUILD.bazel"]:
+            if rctx.path(old).exists:
+                _run(rctx, ["rm", "-f", old], "rm " + old)
+        rctx.symlink(build_file, "BUILD.bazel")
+    rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
+    for cmd in rctx.attr.patch_cmds:
+        _run(rctx, ["bash", "-c", cmd], "patch command '%s'" % cmd)
+
+kiln_archive = repository_rule(
+    implementation = _kiln_archive_impl,
+    attrs = {
+        "urls": attr.string_list(mandatory = True),
+        "sha256": attr.string(mandatory = True),
+        "strip_prefix": attr.string(),
+        "build_file": attr.label(allow_single_file = True),
+        "patch_cmds": attr.string_list(),
+        "offline_path": attr.string(mandatory = True),
+        "offline_prefix": attr.string(),
+        "offline_apt_package": attr.string(),
+        "offline_build_file": attr.label(allow_single_file = True),
+    },
+    environ = [_ENV],
+)

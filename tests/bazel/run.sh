@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# kiln with Bazel, as CI and a user run it (offline: Debian's Bazel 4 and apt-installed deps):
+#   1. kiln's own workspace: bazel test //... (the generator, the runtime, kernels/, unit tests,
+#      the generated dispatch tests), then again: a no-op that runs nothing;
+#   2. the files kiln_library() writes are byte-identical to kiln_add_library()'s (CMake) for
+#      the same specs and targets, when a CMake build directory is given;
+#   3. this workspace (a user's: local_repository -> kiln): bazel test //... and the app, a no-op
+#      build, and a changed spec re-runs only that spec's actions.
+# Usage: tests/bazel/run.sh [<CMake build dir that built kiln_kernels and kiln_gen_test>]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cmake_build="${1:-}"
+[[ -z "$cmake_build" ]] || cmake_build="$(cd "$cmake_build" && pwd)"
+work="$(mktemp -d)"
+spec_backup="$work/norm.kiln"
+cp "$here/norm.kiln" "$spec_backup"
+cleanup() {
+  cp "$spec_backup" "$here/norm.kiln"
+  (cd "$here" && bazel shutdown) || true
+  (cd "$root" && bazel shutdown) || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail=0
+check() {  # name, expected, actual
+  if [[ "$2" == "$3" ]]; then
+    echo "ok: $1"
+  else
+    echo "FAIL: $1"
+    echo "  expected: $2"
+    echo "  actual:   $3"
+    fail=1
+  fi
+}
+
+# the actions an execution log (--execution_log_json_file) says ran: "<mnemonic> <progress message>"
+actions() {
+  python3 - "$1" <<'PY'
+import json, sys
+text, dec, i = open(sys.argv[1]).read(), json.JSONDecoder(), 0
+while True:
+    while i < len(text) and text[i].isspace():
+        i += 1
+    if i >= len(text):
+        break
+    spawn, i = dec.raw_decode(text, i)
+    print(spawn.get("mnemonic", "?"), spawn.get("progressMessage", ""))
+PY
+}
+
+timed() {  # label, command...: runs it, prints its wall time
+  local label="$1" start=$SECONDS
+  shift
+  "$@"
+  echo "=== $label: $((SECONDS - start)) s"
+}
+
+bz=(--config=offline)
+
+echo "== kiln's workspace: $root"
+cd "$root"
+timed "bazel test //... (kiln)" bazel test "${bz[@]}" --config=werror //...
+timed "no-op bazel test //... (kiln)" \
+  bazel test "${bz[@]}" --config=werror //... --execution_log_json_file="$work/noop.json"
+check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
+
+# targets follow the target platform: all three on x86_64 (this machine), `cpu` alone on aarch64
+kernel_actions() {
+  bazel aquery "${bz[@]}" "$@" 'mnemonic("KilnGenKernels", //kernels:kiln_kernels_files)' 2>/dev/null |
+    sed -n "s/^action 'kiln gen kiln_kernels: kernels\/nn.kiln for \(.*\)'$/\1/p" | sort | tr '\n' ' '
+}
+check "kiln: kiln_library's targets on x86_64" "cpu x86_64-avx2 x86_64-avx512 " "$(kernel_actions)"
+check "kiln: kiln_library's targets on aarch64" "cpu " "$(kernel_actions --platforms=//bazel:linux_aarch64)"
+
+if [[ -n "$cmake_build" ]]; then
+  for lib in kernels/kiln_kernels tests/gen/kiln_gen_test; do
+    name="${lib##*/}"
+    # every file Bazel wrote, as CMake wrote it (a CMake build dir may keep files of older layouts)
+    check "kiln: Bazel's $name files are CMake's, byte for byte" "" \
+      "$(for f in "bazel-bin/$lib"/*; do cmp "$f" "$cmake_build/kiln-gen/$name/${f##*/}" 2>&1; done)"
+    check "kiln: Bazel wrote $name's files" "1" "$(ls "bazel-bin/$lib" | grep -c "^$name.manifest.json$")"
+  done
+fi
+
+echo "== the consumer workspace: $here"
+cd "$here"
+timed "bazel test //... (consumer, cold)" bazel test "${bz[@]}" //...
+app_out="$(bazel run "${bz[@]}" //:app 2>/dev/null)"
+echo "$app_out"
+check "consumer: the app's results" "2" "$(grep -c ': ok$' <<<"$app_out")"
+timed "no-op bazel build //... (consumer)" \
+  bazel build "${bz[@]}" //... --execution_log_json_file="$work/noop.json"
+check "consumer: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
+
+# a new bucket in norm.kiln: its spec and kernel actions, the library's (its kernels changed),
+# the compiles of its files, the links and the test; nothing of mlp.kiln
+sed -i 's/specialize %64/specialize %64, %32/' norm.kiln
+timed "bazel test //... after changing norm.kiln" \
+  bazel test "${bz[@]}" //... --execution_log_json_file="$work/change.json"
+actions "$work/change.json" >"$work/change.txt"
+check "consumer: kiln's actions after changing norm.kiln" \
+  "KilnGenKernels kiln gen hz: norm.kiln for cpu
+KilnGenKernels kiln gen hz: norm.kiln for x86_64-avx2
+KilnGenKernels kiln gen hz: norm.kiln for x86_64-avx512
+KilnGenLibrary kiln gen hz: hz.h
+KilnGenSpec kiln gen hz: norm.kiln" "$(grep '^KilnGen' "$work/change.txt" | sort)"
+check "consumer: nothing of mlp.kiln is compiled again" "" "$(grep -i 'mlp' "$work/change.txt" || true)"
+check "consumer: norm.kiln's files are compiled again" "4" "$(grep -c '^CppCompile.*hz_norm' "$work/change.txt")"
+cp "$spec_backup" norm.kiln
+
+if [[ -n "$cmake_build" ]]; then
+  "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512 mlp.kiln norm.kiln
+  bazel build "${bz[@]}" //:hz
+  check "consumer: Bazel's files are kiln gen's, byte for byte" "" \
+    "$(diff -r -x hz.d "$work/hz" bazel-bin/hz 2>&1)"
+fi
+
+[[ $fail -eq 0 ]] && echo "bazel: all checks passed"
+exit $fail

@@ -156,6 +156,12 @@ class Rewriter {
           finish(e.n, e.n, stack);  // nothing below it can change
           continue;
         }
+        if (remember_results()) {
+          if (const UOp* r = ctx_of_nodes_.rewritten(e.n->id, fixed_bit_)) {
+            finish(e.n, r, stack);  // an earlier rewrite with this matcher took it there
+            continue;
+          }
+        }
         const UOp* new_n = e.n;
         if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
         stack.push_back({e.n, 1, new_n});
@@ -198,6 +204,7 @@ class Rewriter {
         if (r == nullptr) {
           wait_for(e.new_n, e);
         } else {
+          if (remember_results()) ctx_of_nodes_.set_rewritten(e.n->id, fixed_bit_, r);
           finish(e.n, r, stack);
         }
       }
@@ -225,6 +232,8 @@ class Rewriter {
     }
     return s;
   }
+  // a pure matcher's top-down results are the same in every rewrite: the Context keeps them
+  bool remember_results() const { return fixed_bit_ && !opts_.bottom_up; }
   bool replaced(const UOp* u) const { return get(u) != nullptr; }
   const UOp* get(const UOp* u) const {
     const Slot* s = peek(u);

@@ -144,6 +144,15 @@ class Rewriter {
   Rewriter& operator=(const Rewriter&) = delete;
 
   const UOp* run(const UOp* root) {
+    if (remember_results())
+      if (const UOp* r = ctx_of_nodes_.rewritten(root->id, fixed_bit_)) return r;  // rewritten before
+    const UOp* r = walk(root);
+    if (remember_results() && r != root) ctx_of_nodes_.set_rewritten(root->id, fixed_bit_, r);
+    return r;
+  }
+
+ private:
+  const UOp* walk(const UOp* root) {
     std::vector<Entry>& stack = scratch_->stack;
     stack.push_back({root, 0, root});
     mark_on_stack(root);
@@ -155,12 +164,6 @@ class Rewriter {
         if (e.n->id < unchanged_below_ || (fixed_bit_ && ctx_of_nodes_.fixed(e.n->id, fixed_bit_))) {
           finish(e.n, e.n, stack);  // nothing below it can change
           continue;
-        }
-        if (remember_results()) {
-          if (const UOp* r = ctx_of_nodes_.rewritten(e.n->id, fixed_bit_)) {
-            finish(e.n, r, stack);  // an earlier rewrite with this matcher took it there
-            continue;
-          }
         }
         const UOp* new_n = e.n;
         if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
@@ -204,7 +207,6 @@ class Rewriter {
         if (r == nullptr) {
           wait_for(e.new_n, e);
         } else {
-          if (remember_results()) ctx_of_nodes_.set_rewritten(e.n->id, fixed_bit_, r);
           finish(e.n, r, stack);
         }
       }
@@ -214,7 +216,6 @@ class Rewriter {
     return r;
   }
 
- private:
   // The per-node state of this rewrite. A slot belongs to this rewrite when its generation is
   // ours: a new rewrite starts clean without clearing what an earlier one touched.
   struct Slot;
@@ -232,7 +233,7 @@ class Rewriter {
     }
     return s;
   }
-  // a pure matcher's top-down results are the same in every rewrite: the Context keeps them
+  // a pure matcher's top-down result for a root is the same in every rewrite: the Context keeps it
   bool remember_results() const { return fixed_bit_ && !opts_.bottom_up; }
   bool replaced(const UOp* u) const { return get(u) != nullptr; }
   const UOp* get(const UOp* u) const {

@@ -118,6 +118,10 @@ std::pair<const UOp*, ConstValue> UOp::pop_const(Op sep) const {
 }
 
 void UOp::split(Op sep, std::vector<const UOp*>& out) const {
+  if (op != sep) {  // the common case: a single leaf
+    out.push_back(this);
+    return;
+  }
   // left-to-right leaves of the `sep` chain; an explicit stack so long chains cannot overflow
   std::vector<const UOp*> stack{this};
   while (!stack.empty()) {

@@ -245,6 +245,10 @@ struct BoundsImpl {
 };
 
 void UOp::compute_bounds() const {
+  if (std::all_of(src().begin(), src().end(), [](const UOp* s) { return s->bounds_done_; })) {
+    BoundsImpl::compute(this);  // the common case: only this node is missing
+    return;
+  }
   // iterative post-order over the nodes whose bounds are missing
   std::vector<std::pair<const UOp*, uint32_t>> stack{{this, 0}};
   while (!stack.empty()) {

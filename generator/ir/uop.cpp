@@ -518,16 +518,24 @@ static int compare_arg(const Arg& a, const Arg& b) {
   return 0;
 }
 
+// (op, arg, dtype) of two nodes, the head of their tuples
+static int compare_head(const UOp* x, const UOp* y) {
+  if (x->op != y->op) return int(x->op) < int(y->op) ? -1 : 1;
+  if (int c = compare_arg(x->arg(), y->arg())) return c;
+  if (x->dtype != y->dtype) return x->dtype.key() < y->dtype.key() ? -1 : 1;
+  return 0;
+}
+
 int compare_structural(const UOp* a, const UOp* b) {
+  if (a == b) return 0;
+  if (int c = compare_head(a, b)) return c;  // most comparisons end here, without the stack
   // iterative lexicographic comparison of (op, arg, dtype, src...) trees
   std::vector<std::pair<const UOp*, const UOp*>> stack{{a, b}};
   while (!stack.empty()) {
     auto [x, y] = stack.back();
     stack.pop_back();
     if (x == y) continue;
-    if (x->op != y->op) return int(x->op) < int(y->op) ? -1 : 1;
-    if (int c = compare_arg(x->arg(), y->arg())) return c;
-    if (x->dtype != y->dtype) return x->dtype.key() < y->dtype.key() ? -1 : 1;
+    if (int c = compare_head(x, y)) return c;
     size_t n = std::min(x->nsrc(), y->nsrc());
     // push in reverse so the first source is compared first; a shorter tuple sorts first
     if (x->nsrc() != y->nsrc()) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -10,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -221,6 +224,14 @@ class Context {
     if (id >= fixed_.size()) fixed_.resize(std::max(nodes_.size(), size_t(id) + 1), 0);
     fixed_[id] |= b;
   }
+  // What a top-down rewrite with the pure matcher of bit `b` made of the root `id` (nullptr: not
+  // known): the same graph_rewrite again, or a nested simplify() of the same expression, ends there.
+  const UOp* rewritten(uint32_t id, uint8_t b) const {
+    const auto& t = rewritten_[std::countr_zero(b)];
+    auto it = t.find(id);
+    return it == t.end() ? nullptr : it->second;
+  }
+  void set_rewritten(uint32_t id, uint8_t b, const UOp* r) { rewritten_[std::countr_zero(b)][id] = r; }
 
  private:
   struct Impl;
@@ -228,6 +239,7 @@ class Context {
   std::vector<const UOp*> nodes_;
   std::vector<uint32_t> marks_;
   std::vector<uint8_t> fixed_;
+  std::array<std::unordered_map<uint32_t, const UOp*>, 8> rewritten_;  // by the bit of the matcher, then by root id
   std::vector<uint8_t> verified_;
   std::vector<OpSet> ops_below_;  // by id; empty: not computed yet (a node's own op is always in it)
   uint32_t epoch_ = 0;

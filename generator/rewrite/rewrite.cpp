@@ -144,6 +144,15 @@ class Rewriter {
   Rewriter& operator=(const Rewriter&) = delete;
 
   const UOp* run(const UOp* root) {
+    if (remember_results())
+      if (const UOp* r = ctx_of_nodes_.rewritten(root->id, fixed_bit_)) return r;  // rewritten before
+    const UOp* r = walk(root);
+    if (remember_results() && r != root) ctx_of_nodes_.set_rewritten(root->id, fixed_bit_, r);
+    return r;
+  }
+
+ private:
+  const UOp* walk(const UOp* root) {
     std::vector<Entry>& stack = scratch_->stack;
     stack.push_back({root, 0, root});
     mark_on_stack(root);
@@ -207,7 +216,6 @@ class Rewriter {
     return r;
   }
 
- private:
   // The per-node state of this rewrite. A slot belongs to this rewrite when its generation is
   // ours: a new rewrite starts clean without clearing what an earlier one touched.
   struct Slot;
@@ -225,6 +233,8 @@ class Rewriter {
     }
     return s;
   }
+  // a pure matcher's top-down result for a root is the same in every rewrite: the Context keeps it
+  bool remember_results() const { return fixed_bit_ && !opts_.bottom_up; }
   bool replaced(const UOp* u) const { return get(u) != nullptr; }
   const UOp* get(const UOp* u) const {
     const Slot* s = peek(u);

@@ -57,7 +57,8 @@ class PatternMatcher {
   // Declares the matcher pure: every rule's result depends only on the node it matched (no
   // graph_rewrite context, no outside state). graph_rewrite then remembers, in the Context, the
   // nodes no rule changes (with their whole graphs) and skips them in later rewrites with this
-  // matcher: the index math every symbolic pass and every nested simplify() meets again.
+  // matcher: the index math every symbolic pass and every nested simplify() meets again. It also
+  // remembers what a top-down rewrite made of its root: the same rewrite again ends there at once.
   // At most 8 matchers in a process; past that a matcher is just not remembered.
   PatternMatcher remember_fixed_points() &&;
   uint8_t fixed_bit() const { return fixed_bit_; }  // 0: not remembered

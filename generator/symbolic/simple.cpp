@@ -1,5 +1,6 @@
 // symbolic_simple: the generic folding rules (the seeds' phase 1). Invalid propagation first,
 // so that a poisoned operand is never folded away (0 * maybe_invalid must not become 0).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -48,8 +49,24 @@ bool const_lanes(const UOp* u, std::vector<ConstValue>& out) {
   return true;
 }
 
+// All operands scalar CONSTs (the common case): the same fold as below, without the lanes' vectors.
+const UOp* fold_scalar_alu(const UOp* a) {
+  ConstValue ops[3];
+  bool poisoned = false;
+  for (size_t i = 0; i < a->nsrc(); ++i) {
+    ops[i] = a->src(i)->cval();
+    poisoned = poisoned || ops[i].is_invalid();
+  }
+  // a scalar Invalid is left to the Invalid rules
+  if (poisoned) return nullptr;
+  std::optional<ConstValue> r = exec_alu(a->op, a->dtype.base(), std::span<const ConstValue>(ops, a->nsrc()));
+  return r ? a->const_like(*r) : nullptr;
+}
+
 const UOp* fold_const_alu(const Match& m) {
   const UOp* a = m.root;
+  if (a->nsrc() <= 3 && std::all_of(a->src().begin(), a->src().end(), [](const UOp* s) { return s->is_const(); }))
+    return fold_scalar_alu(a);
   std::vector<std::vector<ConstValue>> vals(a->nsrc());
   size_t lanes = 1;
   bool any_stack = false;

@@ -349,6 +349,7 @@ class Scheduler {
       for (const UOp* d : in) r.push_back(dim_is(d, 1) ? ctx_.cint(0) : kept[k++]);
       return r;
     }
+    if (all_positive_consts(out) && all_positive_consts(in)) return reshape_index_by_groups(out, in, idx);
     std::vector<const UOp*> ost = strides_of(ctx_, out), ist = strides_of(ctx_, in);
     const UOp* lin = ctx_.cint(0);
     for (size_t i = 0; i < out.size(); ++i) lin = Expr(lin) + Expr(idx[i]) * Expr(ost[i]);
@@ -360,6 +361,49 @@ class Scheduler {
       }
       Expr e = i == 0 ? Expr(lin) / Expr(ist[i]) : (Expr(lin) / Expr(ist[i])) % Expr(in[i]);
       r.push_back(simp(e));
+    }
+    return r;
+  }
+
+  static bool all_positive_consts(const Shape& s) {
+    return std::all_of(s.begin(), s.end(), [](const UOp* d) { return d->op == Op::CONST && d->ival() > 0; });
+  }
+
+  // A reshape of known sizes splits into groups of dims whose products agree ((6, 4) -> (2, 3, 4):
+  // {6} -> {2, 3} and {4} -> {4}). An input index depends only on the output indices of its group,
+  // so the index math to simplify holds only those: the same values, far smaller expressions.
+  std::vector<const UOp*> reshape_index_by_groups(const Shape& out, const Shape& in,
+                                                  const std::vector<const UOp*>& idx) {
+    std::vector<const UOp*> r;
+    size_t o = 0, i = 0;
+    while (i < in.size()) {
+      size_t o0 = o, i0 = i;
+      int64_t po = 1, pi = 1;
+      do {
+        if (pi <= po && i < in.size())
+          pi *= in[i++]->ival();
+        else if (o < out.size())
+          po *= out[o++]->ival();
+        else
+          throw std::logic_error("scheduler: a reshape changes the number of elements");
+      } while (po != pi);
+      const UOp* lin = ctx_.cint(0);
+      int64_t st = po;
+      for (size_t k = o0; k < o; ++k) {
+        st /= out[k]->ival();
+        lin = Expr(lin) + Expr(idx[k]) * Expr(ctx_.cint(st));
+      }
+      lin = simp(lin);
+      st = pi;
+      for (size_t j = i0; j < i; ++j) {
+        st /= in[j]->ival();
+        if (dim_is(in[j], 1)) {
+          r.push_back(ctx_.cint(0));
+          continue;
+        }
+        Expr e = j == 0 ? Expr(lin) / Expr(ctx_.cint(st)) : (Expr(lin) / Expr(ctx_.cint(st))) % Expr(in[j]);
+        r.push_back(simp(e));
+      }
     }
     return r;
   }

@@ -1084,6 +1084,21 @@ std::string part_name(const std::string& spec_path) {
 
 GenResult generate(const GenOptions& options) { return Generator(options).run(); }
 
+std::vector<std::string> stale_files(const std::string& old_manifest, const GenResult& now) {
+  json m = json::parse(old_manifest, nullptr, false);
+  std::vector<std::string> stale;
+  if (m.is_discarded() || !m.is_object() || !m.contains("files") || !m["files"].is_array()) return stale;
+  std::set<std::string> written;
+  for (const auto& [name, text] : now.files) written.insert(name);
+  for (const json& f : m["files"]) {
+    if (!f.is_string()) continue;
+    std::string name = f.get<std::string>();
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") continue;
+    if (!written.contains(name) && std::find(stale.begin(), stale.end(), name) == stale.end()) stale.push_back(name);
+  }
+  return stale;
+}
+
 std::string depfile(const std::string& first_output, const std::vector<std::string>& specs, const std::string& tool) {
   std::string s = make_escape(first_output) + ":";
   for (const std::string& p : specs) s += " \\\n  " + make_escape(p);

@@ -72,6 +72,11 @@ struct GenResult {
 // manifest, and <name>.manifest.json last.
 GenResult generate(const GenOptions& options);
 
+// The files a previous run listed in its manifest (`old_manifest`: <name>.manifest.json's text)
+// that `now` no longer writes: a spec dropped from the library, or an older kiln's file layout.
+// Only plain file names (no path) are returned; an unreadable manifest lists none.
+std::vector<std::string> stale_files(const std::string& old_manifest, const GenResult& now);
+
 // The depfile (Make syntax) of a run whose first output is `first_output`: every spec and the
 // kiln executable itself.
 std::string depfile(const std::string& first_output, const std::vector<std::string>& specs, const std::string& tool);

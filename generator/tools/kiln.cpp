@@ -266,8 +266,14 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
     std::cerr << "kiln: error: cannot create " << out << ": " << ec.message() << "\n";
     return 1;
   }
+  // what the last run here listed and this one does not write goes (a dropped spec, an old layout)
+  std::vector<std::string> stale;
+  if (o.emit == kiln::emit::Emit::All)
+    if (std::optional<std::string> old = read_file(out + "/" + o.name + ".manifest.json"))
+      stale = kiln::emit::stale_files(*old, r);
   for (const auto& [name, text] : r.files)
     if (!write_file(out + "/" + name, text)) return 1;
+  for (const std::string& name : stale) std::filesystem::remove(out + "/" + name, ec);
   if (o.emit != kiln::emit::Emit::All) return 0;  // a build that splits the work declares its inputs itself
   return write_file(out + "/" + o.name + ".d",
                     kiln::emit::depfile(out + "/" + r.files.front().first, o.specs, self_path()))

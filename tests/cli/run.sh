@@ -170,6 +170,12 @@ for spec in one two-b; do
 done
 "$kiln" gen --emit library --name lib --out "$tmp/split" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln"
 check "gen --emit: the same bytes" "" "$(diff -r -x lib.d "$tmp/all" "$tmp/split" 2>&1)"
+# a spec dropped from the library, and a file an older kiln wrote: the files the last manifest listed
+# and this run does not write are removed; others in the directory are left alone
+touch "$tmp/all/lib_dispatch.cpp" "$tmp/all/mine.txt"
+sed -i 's/"lib.h",/"lib.h", "lib_dispatch.cpp", "..\/x", "mine.txt\/",/' "$tmp/all/lib.manifest.json"
+"$kiln" gen --name lib --out "$tmp/all" --target cpu,x86_64-avx2 "$tmp/one.kiln"
+check "gen removes what it no longer writes" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.c mine.txt" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
 "$kiln" gen --emit library --name lib --out "$tmp/none" --target cpu "$tmp/one.kiln" 2>"$tmp/err"
 check "gen --emit library without parts" "1 kiln: error: cannot open $tmp/none/lib_one.manifest.json (kiln gen --emit spec $tmp/one.kiln writes it)" "$? $(cat "$tmp/err")"
 

@@ -11,9 +11,10 @@ remote caching and remote execution work and a changed spec re-runs only its own
   - per library: `kiln gen --emit library`, <name>.h and <name>.manifest.json from the parts.
 The files are byte for byte those kiln_add_library() (CMake) writes for the same specs and targets.
 
-`targets` defaults to what the target platform runs: all three on x86_64, else `cpu`. The x86
-kernel files are compiled with their ISA flags on x86_64 only (elsewhere they compile to nothing);
-the dispatch picks them at run time on CPUs that have the instructions.
+`targets` defaults to what the target runs (`//bazel:x86_64`: an x86_64 platform and the Unix
+toolchain, --cpu=k8): all three there, else `cpu`. The x86 kernel files get their ISA flags there
+only (elsewhere they compile to nothing); the dispatch picks them at run time on CPUs that have
+the instructions.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")

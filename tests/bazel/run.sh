@@ -66,13 +66,15 @@ timed "no-op bazel test //... (kiln)" \
   bazel test "${bz[@]}" --config=werror //... --execution_log_json_file="$work/noop.json"
 check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
 
-# targets follow the target platform: all three on x86_64 (this machine), `cpu` alone on aarch64
+# targets follow the target platform and the legacy --cpu: all three on x86_64 with the Unix
+# toolchain (this machine), `cpu` alone on an aarch64 platform or a legacy ARM cross build
 kernel_actions() {
   bazel aquery "${bz[@]}" "$@" 'mnemonic("KilnGenKernels", //kernels:kiln_kernels_files)' 2>/dev/null |
     sed -n "s/^action 'kiln gen kiln_kernels: kernels\/nn.kiln for \(.*\)'$/\1/p" | sort | tr '\n' ' '
 }
 check "kiln: kiln_library's targets on x86_64" "cpu x86_64-avx2 x86_64-avx512 " "$(kernel_actions)"
 check "kiln: kiln_library's targets on aarch64" "cpu " "$(kernel_actions --platforms=//bazel:linux_aarch64)"
+check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_actions --cpu=armeabi-v7a)"
 
 if [[ -n "$cmake_build" ]]; then
   for lib in kernels/kiln_kernels tests/gen/kiln_gen_test; do

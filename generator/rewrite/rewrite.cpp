@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <unordered_set>
 
 namespace kiln {
@@ -42,10 +43,41 @@ PatternMatcher PatternMatcher::operator+(const PatternMatcher& o) const {
   return r;
 }
 
+namespace {
+
+// The remembered matchers by bit: their rules, and per bit the bits of those with all its rules
+// (where none of those rules changes a node, none of its own does).
+struct Remembered {
+  std::mutex mu;
+  std::array<std::optional<std::vector<const Rule*>>, 8> rules;  // sorted (a set: the order is never read)
+  std::array<std::atomic<uint8_t>, 8> implying{};
+};
+Remembered& remembered() {
+  static Remembered r;
+  return r;
+}
+
+}  // namespace
+
 PatternMatcher PatternMatcher::remember_fixed_points() && {
   static std::atomic<int> next_bit{0};
   int b = next_bit++;
-  if (b < 8) fixed_bit_ = uint8_t(1u << b);
+  if (b >= 8) return std::move(*this);
+  fixed_bit_ = uint8_t(1u << b);
+  std::vector<const Rule*> mine = rules();
+  std::sort(mine.begin(), mine.end());
+  Remembered& reg = remembered();
+  std::lock_guard<std::mutex> lock(reg.mu);
+  uint8_t implying = fixed_bit_;
+  for (int o = 0; o < 8; ++o) {
+    if (!reg.rules[o]) continue;
+    const std::vector<const Rule*>& theirs = *reg.rules[o];
+    if (std::includes(theirs.begin(), theirs.end(), mine.begin(), mine.end())) implying |= uint8_t(1u << o);
+    if (std::includes(mine.begin(), mine.end(), theirs.begin(), theirs.end())) reg.implying[o] |= fixed_bit_;
+  }
+  reg.rules[b] = std::move(mine);
+  reg.implying[b] |= implying;
+  implying_ = &reg.implying[b];
   return std::move(*this);
 }
 
@@ -135,6 +167,7 @@ class Rewriter {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
     // a pure matcher's rules never read the context; with one given, do not trust the marks
     fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
+    fixed_bits_ = fixed_bit_ ? pm.fixed_bits_implying() : 0;
   }
   ~Rewriter() {
     scratch_->stack.clear();
@@ -161,7 +194,7 @@ class Rewriter {
       stack.pop_back();
       if (replaced(e.n)) continue;
       if (e.stage == 0) {
-        if (e.n->id < unchanged_below_ || (fixed_bit_ && ctx_of_nodes_.fixed(e.n->id, fixed_bit_))) {
+        if (e.n->id < unchanged_below_ || (fixed_bits_ && ctx_of_nodes_.fixed(e.n->id, fixed_bits_))) {
           finish(e.n, e.n, stack);  // nothing below it can change
           continue;
         }
@@ -314,6 +347,7 @@ class Rewriter {
   uint32_t unchanged_below_;
   const SubMap* subst_;
   uint8_t fixed_bit_ = 0;
+  uint8_t fixed_bits_ = 0;  // the marks that prove a fixed point here: ours and our supersets'
   uint64_t cap_ = 0, count_ = 0;
   // Dense tables by node id, reused across calls on this thread (a nested graph_rewrite takes
   // another set), so a small rewrite in a large Context does not pay for the Context's size.

@@ -2,6 +2,7 @@
 // to a fixed point with memoization, top-down or bottom-up, iteratively).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,12 +61,17 @@ class PatternMatcher {
   // matcher: the index math every symbolic pass and every nested simplify() meets again. It also
   // remembers what a top-down rewrite made of its root: the same rewrite again ends there at once.
   // At most 8 matchers in a process; past that a matcher is just not remembered.
+  // A node a remembered matcher with all of this one's rules left alone is a fixed point here too:
+  // simplify() inside a sym() rewrite skips the graphs sym() already finished.
   PatternMatcher remember_fixed_points() &&;
   uint8_t fixed_bit() const { return fixed_bit_; }  // 0: not remembered
+  // fixed_bit() and the bits of those supersets
+  uint8_t fixed_bits_implying() const { return implying_ ? implying_->load(std::memory_order_relaxed) : 0; }
 
  private:
   void index();
   uint8_t fixed_bit_ = 0;
+  const std::atomic<uint8_t>* implying_ = nullptr;  // kept up to date as later matchers are remembered
   std::vector<std::shared_ptr<const Rule>> rules_;
   std::vector<std::vector<uint32_t>> by_op_;  // rule indices per root op
   mutable const Rule* last_ = nullptr;

@@ -95,13 +95,19 @@ const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
     }
     for (const auto& cand : candidates) {
       if (std::any_of(cand.begin(), cand.end(), [&](const auto& p) { return !contains(u, p.first); })) continue;
+      bool pair = u->op == Op::STACK && u->nsrc() == 2;
       std::vector<const UOp*> outs;
-      for (const auto& [X, nX] : cand)
+      for (const auto& [X, nX] : cand) {
         outs.push_back(simplify(substitute(simplify(substitute(u, SubMap{{X, nX}})), SubMap{{nX, X}})));
+        // the rest cannot change u: an output equal to u keeps every part of u, and outputs that
+        // differ change only a pair, per element where all of them agree
+        if (outs.back() == u || (!pair && outs.back() != outs[0])) break;
+      }
+      if (outs.size() < cand.size()) continue;
       bool same = std::all_of(outs.begin(), outs.end(), [&](const UOp* o) { return o == outs[0]; });
       if (same) {
         u = outs[0];
-      } else if (u->op == Op::STACK && u->nsrc() == 2) {
+      } else if (pair) {
         for (size_t k = 0; k < 2; ++k) {
           if (!std::all_of(outs.begin(), outs.end(), [&](const UOp* o) { return o->src(k) == outs[0]->src(k); }))
             continue;

@@ -160,9 +160,10 @@ class Rewriter {
  public:
   // unchanged_below: the caller knows that no rule changes a node created before this id (nor,
   // as sources are older than their users, anything below it)
-  // subst: rewrite by this map instead of pm's rules (substitute: the same walk, without matching)
+  // subst: rewrite by substitute_by() instead of pm's rules (substitute: the same walk, without
+  // matching)
   Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
-           uint32_t unchanged_below = 0, const SubMap* subst = nullptr)
+           uint32_t unchanged_below = 0, bool subst = false)
       : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below), subst_(subst) {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
     // a pure matcher's rules never read the context; with one given, do not trust the marks
@@ -175,6 +176,15 @@ class Rewriter {
   }
   Rewriter(const Rewriter&) = delete;
   Rewriter& operator=(const Rewriter&) = delete;
+
+  // substitute mode: `from` becomes `to` (its applied rewrite, kept in its slot before the walk,
+  // as a bottom-up rewrite keeps what one application of the rules gives)
+  void substitute_by(const UOp* from, const UOp* to) {
+    if (from == to) return;
+    Slot& s = slot(from);
+    s.bpm_done = true;
+    s.bpm = to;
+  }
 
   const UOp* run(const UOp* root) {
     if (remember_results())
@@ -298,15 +308,9 @@ class Rewriter {
   }
 
   const UOp* apply(const UOp* u) {
-    const UOp* r;
-    if (subst_) {
-      auto it = subst_->find(u);
-      r = it == subst_->end() || it->second == u ? nullptr : it->second;
-    } else {
-      r = pm_.rewrite(u, ctx_);
-    }
+    const UOp* r = pm_.rewrite(u, ctx_);
     if (r != nullptr) {
-      recent_[nrecent_++ % recent_.size()] = subst_ ? nullptr : pm_.last_rule();
+      recent_[nrecent_++ % recent_.size()] = pm_.last_rule();
       if (++count_ > cap_) fail();
     }
     return r;
@@ -318,6 +322,8 @@ class Rewriter {
       const UOp* next;
       if (const Slot* s = peek(cur); s && s->bpm_done) {
         next = s->bpm;
+      } else if (subst_) {
+        next = nullptr;  // not a key: substitute_by() filled in every key
       } else {
         next = apply(cur);
         Slot& t = slot(cur);  // after apply: a nested rewrite may have grown the context
@@ -345,7 +351,7 @@ class Rewriter {
   RewriteOptions opts_;
   Context& ctx_of_nodes_;
   uint32_t unchanged_below_;
-  const SubMap* subst_;
+  bool subst_;
   uint8_t fixed_bit_ = 0;
   uint8_t fixed_bits_ = 0;  // the marks that prove a fixed point here: ours and our supersets'
   uint64_t cap_ = 0, count_ = 0;
@@ -408,7 +414,8 @@ static void substitute_each(std::span<const UOp*> roots, const SubMap& map) {
   // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
   uint32_t oldest_key = UINT32_MAX;
   for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
-  Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, &map);
+  Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, true);
+  for (const auto& [from, to] : map) rw.substitute_by(from, to);
   for (const UOp*& r : roots) r = rw.run(r);
 }
 

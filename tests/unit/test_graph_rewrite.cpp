@@ -154,6 +154,40 @@ TEST_F(GraphRewriteTest, SubstituteReplacesEverywhere) {
   EXPECT_EQ(substitute(u, {}), u);
 }
 
+TEST_F(GraphRewriteTest, SubstituteVisitsWhatItPutsIn) {
+  const UOp* a = p("(VAR:weakint a 0 9)");
+  const UOp* b = p("(VAR:weakint b 0 9)");
+  const UOp* c = p("(VAR:weakint c 0 9)");
+  const UOp* u = p("(MUL:weakint (VAR:weakint a 0 9) (CONST:weakint 4))");
+  // a chain is followed to its end
+  EXPECT_EQ(print(substitute(u, {{a, b}, {b, c}})), "(MUL:weakint (VAR:weakint c 0 9) (CONST:weakint 4))");
+  // a replacement's sources are substituted too
+  const UOp* bb = p("(ADD:weakint (VAR:weakint b 0 9) (VAR:weakint b 0 9))");
+  EXPECT_EQ(print(substitute(u, {{a, bb}, {b, c}})),
+            "(MUL:weakint (ADD:weakint (VAR:weakint c 0 9) (VAR:weakint c 0 9)) (CONST:weakint 4))");
+  // a node rebuilt from substituted sources is substituted when it is a key itself
+  const UOp* v = p("(ADD:weakint (MUL:weakint (VAR:weakint a 0 9) (CONST:weakint 4)) (VAR:weakint a 0 9))");
+  const UOp* bm = p("(MUL:weakint (VAR:weakint b 0 9) (CONST:weakint 4))");
+  EXPECT_EQ(print(substitute(v, {{a, b}, {bm, c}})), "(ADD:weakint (VAR:weakint c 0 9) (VAR:weakint b 0 9))");
+  // a key mapped to itself changes nothing
+  EXPECT_EQ(substitute(u, {{a, a}}), u);
+}
+
+TEST_F(GraphRewriteTest, SubstituteMakesNodesInWalkOrder) {
+  // the ids of the nodes a substitute makes follow its walk: later passes order nodes by id
+  const UOp* a = p("(VAR:weakint a 0 9)");
+  const UOp* x = p("(VAR:weakint x 0 9)");
+  const UOp* u =
+      p("(ADD:weakint (MUL:weakint (VAR:weakint a 0 9) (CONST:weakint 2)) "
+        "(SUB:weakint (VAR:weakint a 0 9) (CONST:weakint 3)))");
+  const UOp* r = substitute(u, {{a, x}});
+  ASSERT_EQ(print(r),
+            "(ADD:weakint (MUL:weakint (VAR:weakint x 0 9) (CONST:weakint 2)) "
+            "(SUB:weakint (VAR:weakint x 0 9) (CONST:weakint 3)))");
+  EXPECT_LT(r->src(0)->id, r->src(1)->id);
+  EXPECT_LT(r->src(1)->id, r->id);
+}
+
 TEST_F(GraphRewriteTest, ContextIsPassedToRules) {
   struct Counter {
     int next = 100;

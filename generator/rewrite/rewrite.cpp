@@ -263,11 +263,15 @@ class Rewriter {
   // ours: a new rewrite starts clean without clearing what an earlier one touched.
   struct Slot;
   const Slot* peek(const UOp* u) const {
-    return u->id < slots_.size() && slots_[u->id].gen == gen_ ? &slots_[u->id] : nullptr;
+    return u->id < nslots_ && slot_at_[u->id].gen == gen_ ? &slot_at_[u->id] : nullptr;
   }
   Slot& slot(const UOp* u) {
-    if (u->id >= slots_.size()) slots_.resize(std::max<size_t>(u->id + 1, slots_.size() * 2));
-    Slot& s = slots_[u->id];
+    if (u->id >= nslots_) {
+      slots_.resize(std::max<size_t>(u->id + 1, slots_.size() * 2));
+      slot_at_ = slots_.data();
+      nslots_ = slots_.size();
+    }
+    Slot& s = slot_at_[u->id];
     if (s.gen != gen_) {
       s.gen = gen_;
       s.on_stack = s.bpm_done = false;
@@ -391,6 +395,9 @@ class Rewriter {
   }
   std::unique_ptr<Scratch> scratch_ = take_scratch();
   std::vector<Slot>& slots_ = scratch_->slots;
+  // slots_'s data and size, kept at hand: peek() runs for every visit of every node
+  Slot* slot_at_ = slots_.data();
+  size_t nslots_ = slots_.size();
   const uint32_t gen_ = scratch_->gen;
   std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};

@@ -122,9 +122,12 @@ void UOp::split(Op sep, std::vector<const UOp*>& out) const {
     out.push_back(this);
     return;
   }
-  // left-to-right leaves of the `sep` chain; an explicit stack so long chains cannot overflow
-  std::vector<const UOp*> stack{this};
-  while (!stack.empty()) {
+  // left-to-right leaves of the `sep` chain; an explicit stack so long chains cannot overflow,
+  // kept per thread so a split allocates nothing (from `base` up: this call's part)
+  thread_local std::vector<const UOp*> stack;
+  const size_t base = stack.size();
+  stack.push_back(this);
+  while (stack.size() > base) {
     const UOp* u = stack.back();
     stack.pop_back();
     if (u->op != sep) {

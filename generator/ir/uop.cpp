@@ -417,7 +417,9 @@ std::vector<const UOp*> toposort(const UOp* root) {
   Context& ctx = root->ctx();
   uint32_t epoch = ctx.new_epoch();
   std::vector<const UOp*> out;
-  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  // the walk's stack, kept per thread so its growth is paid once (toposort never nests)
+  thread_local std::vector<std::pair<const UOp*, uint32_t>> stack;
+  stack.assign(1, {root, 0});
   ctx.mark(root->id) = epoch;
   while (!stack.empty()) {
     auto& [u, i] = stack.back();

@@ -23,12 +23,16 @@ const UOp* clone_range(const UOp* r, int32_t axis) {
 const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with) {
   // one pass, sources first
   std::vector<const UOp*> order = toposort(sink);
-  std::unordered_map<const UOp*, const UOp*> done;
-  done.reserve(order.size());
+  // what each node of `order` became, by id: a node's sources are done before it, so the slots
+  // of other nodes (stale or never written) are never read; kept per thread (no nesting)
+  thread_local std::vector<const UOp*> done;
+  uint32_t max_id = 0;
+  for (const UOp* u : order) max_id = std::max(max_id, u->id);
+  if (done.size() <= max_id) done.resize(max_id + 1);
   std::vector<const UOp*> src;
   for (const UOp* u : order) {
     if (auto it = with.find(u); it != with.end()) {
-      done.emplace(u, it->second.expr);
+      done[u->id] = it->second.expr;
       continue;
     }
     src.clear();
@@ -37,7 +41,7 @@ const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, 
       const UOp* s = u->src(i);
       auto it = lists_ranges && i > 0 ? with.find(s) : with.end();
       if (it == with.end()) {
-        src.push_back(done.at(s));
+        src.push_back(done[s->id]);
         changed |= src.back() != s;
         continue;
       }
@@ -45,9 +49,9 @@ const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, 
         if (std::find(src.begin() + 1, src.end(), p) == src.end()) src.push_back(p);
       changed = true;
     }
-    done.emplace(u, changed ? u->with_src(src) : u);
+    done[u->id] = changed ? u->with_src(src) : u;
   }
-  return done.at(sink);
+  return done[sink->id];
 }
 
 const PatternMatcher& pm_split_ends() {

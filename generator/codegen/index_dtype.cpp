@@ -1,8 +1,9 @@
 // lower index dtype: index math is weakint (unbounded) until here. A kernel whose index values
 // all fit in int32 (range analysis over the dims' declared bounds) computes them in int32,
 // otherwise in int64; one width per kernel, so no index expression mixes widths.
+#include <algorithm>
 #include <limits>
-#include <unordered_map>
+#include <vector>
 
 #include "generator/codegen/passes.h"
 
@@ -18,14 +19,18 @@ const UOp* lower_index_dtype(const UOp* sink) {
   DType to = fits ? DType(dtypes::int32) : DType(dtypes::int64);
   // one pass, sources first: every weakint node (but Invalid) takes the width, the rest their new sources
   Context& ctx = sink->ctx();
-  std::unordered_map<const UOp*, const UOp*> done;
-  done.reserve(order.size());
+  // what each node of `order` became, by id: a node's sources are done before it, so the slots
+  // of other nodes (stale or never written) are never read; kept per thread (no nesting)
+  thread_local std::vector<const UOp*> done;
+  uint32_t max_id = 0;
+  for (const UOp* u : order) max_id = std::max(max_id, u->id);
+  if (done.size() <= max_id) done.resize(max_id + 1);
   std::vector<const UOp*> src;
   for (const UOp* u : order) {
     src.clear();
     bool changed = false;
     for (const UOp* s : u->src()) {
-      src.push_back(done.at(s));
+      src.push_back(done[s->id]);
       changed |= src.back() != s;
     }
     const UOp* r = u;
@@ -33,9 +38,9 @@ const UOp* lower_index_dtype(const UOp* sink) {
       r = u->op == Op::CONST ? ctx.cint(u->ival(), to) : ctx.make(u->op, to, src, u->arg(), u->tag);
     else if (changed)
       r = u->with_src(src);
-    done.emplace(u, r);
+    done[u->id] = r;
   }
-  return done.at(sink);
+  return done[sink->id];
 }
 
 }  // namespace kiln::codegen

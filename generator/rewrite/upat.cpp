@@ -1,5 +1,6 @@
 #include "generator/rewrite/upat.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
@@ -255,9 +256,7 @@ bool match_node_head(const PatNode& p, const UOp* u) {
   }
   for (uint8_t i = 0; i < p.n_reject; ++i) {
     Op o = p.reject_ops[i];
-    bool found = false;
-    for (const UOp* s : u->src()) found |= s->op == o;
-    if (!found) return false;
+    if (std::none_of(u->src().begin(), u->src().end(), [o](const UOp* s) { return s->op == o; })) return false;
   }
   return true;
 }

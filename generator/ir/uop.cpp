@@ -440,8 +440,10 @@ std::vector<const UOp*> toposort(const UOp* root) {
 OpSet Context::ops_below(const UOp* root) {
   if (ops_below_.size() < nodes_.size()) ops_below_.resize(nodes_.size());
   if (!ops_below_[root->id].empty()) return ops_below_[root->id];
-  // post-order over the nodes not computed yet; a node's sources are done before it
-  std::vector<std::pair<const UOp*, uint32_t>> stack{{root, 0}};
+  // post-order over the nodes not computed yet; a node's sources are done before it (the stack
+  // kept per thread: this walk never nests)
+  thread_local std::vector<std::pair<const UOp*, uint32_t>> stack;
+  stack.assign(1, {root, 0});
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
     if (i < u->nsrc()) {
@@ -465,7 +467,9 @@ bool contains(const UOp* root, const UOp* needle) {
   // depth-first search; a node created before the needle cannot reach it (sources are older)
   Context& ctx = root->ctx();
   uint32_t epoch = ctx.new_epoch();
-  std::vector<const UOp*> stack{root};
+  // the stack is kept per thread (contains never nests); assign() drops what an early return left
+  thread_local std::vector<const UOp*> stack;
+  stack.assign(1, root);
   ctx.mark(root->id) = epoch;
   while (!stack.empty()) {
     const UOp* u = stack.back();

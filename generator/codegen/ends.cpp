@@ -23,12 +23,7 @@ const UOp* clone_range(const UOp* r, int32_t axis) {
 const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, RangeReplacement>& with) {
   // one pass, sources first
   std::vector<const UOp*> order = toposort(sink);
-  // what each node of `order` became, by id: a node's sources are done before it, so the slots
-  // of other nodes (stale or never written) are never read; kept per thread (no nesting)
-  thread_local std::vector<const UOp*> done;
-  uint32_t max_id = 0;
-  for (const UOp* u : order) max_id = std::max(max_id, u->id);
-  if (done.size() <= max_id) done.resize(max_id + 1);
+  std::vector<const UOp*>& done = node_table(sink);  // what each node of `order` became, by id
   std::vector<const UOp*> src;
   for (const UOp* u : order) {
     if (auto it = with.find(u); it != with.end()) {

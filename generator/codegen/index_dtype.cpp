@@ -1,7 +1,6 @@
 // lower index dtype: index math is weakint (unbounded) until here. A kernel whose index values
 // all fit in int32 (range analysis over the dims' declared bounds) computes them in int32,
 // otherwise in int64; one width per kernel, so no index expression mixes widths.
-#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -19,12 +18,7 @@ const UOp* lower_index_dtype(const UOp* sink) {
   DType to = fits ? DType(dtypes::int32) : DType(dtypes::int64);
   // one pass, sources first: every weakint node (but Invalid) takes the width, the rest their new sources
   Context& ctx = sink->ctx();
-  // what each node of `order` became, by id: a node's sources are done before it, so the slots
-  // of other nodes (stale or never written) are never read; kept per thread (no nesting)
-  thread_local std::vector<const UOp*> done;
-  uint32_t max_id = 0;
-  for (const UOp* u : order) max_id = std::max(max_id, u->id);
-  if (done.size() <= max_id) done.resize(max_id + 1);
+  std::vector<const UOp*>& done = node_table(sink);  // what each node of `order` became, by id
   std::vector<const UOp*> src;
   for (const UOp* u : order) {
     src.clear();

@@ -95,6 +95,7 @@ struct Variant {
 struct KernelInfo {
   std::string name;
   size_t file = 0;
+  int line = 0, column = 0;   // of its name in the spec
   std::vector<Arg> args;      // inputs then outputs
   std::vector<int32_t> dims;  // the file dims its arguments bind, declaration order
   std::vector<Variant> variants;
@@ -423,6 +424,8 @@ class Generator {
       KernelInfo ki;
       ki.name = k.name;
       ki.file = fi;
+      ki.line = k.loc.line;
+      ki.column = k.loc.col;
       auto add_args = [&](const std::vector<frontend::Param>& ps, bool output) {
         for (const frontend::Param& p : ps) {
           Arg a;
@@ -895,14 +898,11 @@ struct Variant {
     for (const KernelInfo& k : kernels_) {
       if (k.file != fi) continue;
       const SpecFile& f = files_[k.file];
-      const frontend::Kernel* fk = nullptr;
-      for (const frontend::Kernel& x : f.spec.kernels)
-        if (x.name == k.name) fk = &x;
       json kj;
       kj["name"] = k.name;
       kj["spec"] = f.base;
-      kj["line"] = fk->loc.line;
-      kj["column"] = fk->loc.col;
+      kj["line"] = k.line;
+      kj["column"] = k.column;
       json ins = json::array(), outs = json::array();
       for (const Arg& a : k.args) {
         json aj;

@@ -437,6 +437,12 @@ std::vector<const UOp*> toposort(const UOp* root) {
   return out;
 }
 
+std::vector<const UOp*>& node_table(const UOp* root) {
+  thread_local std::vector<const UOp*> table;
+  if (table.size() <= root->id) table.resize(root->id + 1);
+  return table;
+}
+
 OpSet Context::ops_below(const UOp* root) {
   if (ops_below_.size() < nodes_.size()) ops_below_.resize(nodes_.size());
   if (!ops_below_[root->id].empty()) return ops_below_[root->id];

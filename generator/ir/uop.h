@@ -249,6 +249,10 @@ class Context {
 
 // Sources before users, each node once, deterministic (follows src order). Iterative.
 std::vector<const UOp*> toposort(const UOp* root);
+// A table by node id for a one-pass rewrite of root's graph in toposort order (what each node
+// became): large enough for all of it (the root is its newest node), reused per thread, so the
+// passes using it must not nest. Slots outside the graph hold stale values: read only those written.
+std::vector<const UOp*>& node_table(const UOp* root);
 bool in_backward_slice(const UOp* root, OpSet ops);  // any node of root's graph (root included) has an op in `ops`
 bool contains(const UOp* root, const UOp* needle);   // needle is in root's graph (root included)
 // Structural order of the seeds' `tuplize` (op, arg, dtype, then sources); used for canonical operand order.

@@ -134,11 +134,12 @@ TEST(Hz, BadCallsAreStatusesAndWriteNothing) {
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("gemm"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("K"), std::string::npos) << st.message();
-  std::vector<float> x(2 * 4096), y(2 * 4096);
+  std::vector<float> x = random_vector(2 * 4096, 11), y = poisoned(2 * 4096);
   st = hz::softmax_rows(kiln::TensorView(x.data(), {2, 4096}), kiln::TensorView(y.data(), {2, 4096}));
   EXPECT_FALSE(st.ok());  // D is declared 1..2048
   EXPECT_NE(st.message().find("2048"), std::string::npos) << st.message();
   for (float v : c) EXPECT_TRUE(std::isnan(v));
+  for (float v : y) EXPECT_TRUE(std::isnan(v));
 }
 
 }  // namespace

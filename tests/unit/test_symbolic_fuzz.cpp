@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -686,6 +687,42 @@ std::string first_bad_node(Context& ctx, const UOp* root) {
            (back ? print(back) : "<error at " + std::to_string(err.offset) + ": " + err.message + ">");
   }
   return "<every node round-trips alone>";
+}
+
+// simplify() folds an integer tree of CONSTs without the rewrite (shapes are such trees); the
+// rewrite by symbolic() must give the very same node, including where nothing folds (x // 0).
+TEST(SymbolicFuzz, SimplifyFoldsConstantTreesAsTheRewriteDoes) {
+  constexpr int kCases = 3'000;
+  Rng rng(0x636f6e7374667a7aull);  // "constfzz"
+  const Op int_ops[] = {Op::ADD, Op::MUL, Op::FLOORDIV, Op::FLOORMOD, Op::MAX,
+                        Op::AND, Op::OR,  Op::XOR,      Op::SHL,      Op::SHR};
+  const DType int_dtypes[] = {dtypes::weakint, dtypes::int32, dtypes::int64, dtypes::uint8, dtypes::int8};
+  int folded = 0, unfolded = 0;
+  for (int iter = 0; iter < kCases; ++iter) {
+    Context ctx;
+    DType d = int_dtypes[rng.uniform(0, 4)];
+    std::function<const UOp*(int)> gen = [&](int depth) -> const UOp* {
+      if (depth == 0 || rng.chance(30)) {
+        int64_t v = rng.chance(20) ? rng.uniform(-2, 2) : rng.uniform(-300, 300);
+        return ctx.cconst(ConstValue::of_int(v), d);
+      }
+      const UOp* a = gen(depth - 1);
+      if (rng.chance(10)) return (-Expr(a)).get();
+      const UOp* b = gen(depth - 1);
+      return a->alu(int_ops[rng.uniform(0, 9)], b);
+    };
+    const UOp* e = gen(int(rng.uniform(1, 4)));
+    if (rng.chance(25)) e = e->alu(rng.chance(50) ? Op::CMPLT : Op::CMPNE, gen(2));  // a bool root
+    RewriteOptions opts;
+    opts.name = "reference";
+    const UOp* want = graph_rewrite(e, symbolic(), nullptr, opts);
+    const UOp* got = simplify(e);
+    ASSERT_EQ(got, want) << print(e) << "\n  simplify: " << print(got) << "\n  rewrite:  " << print(want);
+    (got->op == Op::CONST ? folded : unfolded) += 1;
+  }
+  // both kinds occur: folded trees, and trees with a step that cannot fold
+  EXPECT_GT(folded, kCases / 2);
+  EXPECT_GT(unfolded, 10);
 }
 
 TEST(TextFuzz, PrintParseRoundTripIsTheSamePointer) {

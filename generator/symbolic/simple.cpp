@@ -187,7 +187,23 @@ const UOp* quotient_base(const UOp* q, const UOp* base, int64_t div) {
 // Pairs a scaled mod (base%div)*mul with a term q*(div*mul) carrying base's quotient. graph_rewrite
 // reaches this ADD after both sources are at a fixed point, so pairs inside one source were already
 // tried there: only pairs across the two sources are new. That keeps a long sum quadratic, not cubic.
+// A term of the ADD tree below `u` (its sources, as split() gives them) is x % c or (x % c) * k:
+// fold_add_divmod_recombine needs one, and most sums have none.
+bool has_const_mod_term(const UOp* u) {
+  for (const UOp* s = u;; s = s->src(0)) {
+    const UOp* t = s->op == Op::ADD ? s->src(1) : s;
+    if (t->op == Op::ADD) {
+      if (has_const_mod_term(t)) return true;
+    } else {
+      if (t->op == Op::MUL && t->nsrc() == 2 && t->src(1)->is_const()) t = t->src(0);
+      if (t->op == Op::FLOORMOD && t->src(1)->op == Op::CONST) return true;
+    }
+    if (s->op != Op::ADD) return false;
+  }
+}
+
 const UOp* fold_add_divmod_recombine(const Match& m) {
+  if (!has_const_mod_term(m.root)) return nullptr;
   std::vector<const UOp*> terms = m.root->src(0)->split(Op::ADD);
   const size_t nleft = terms.size();
   m.root->src(1)->split(Op::ADD, terms);

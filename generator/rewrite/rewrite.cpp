@@ -81,18 +81,94 @@ PatternMatcher PatternMatcher::remember_fixed_points() && {
   return std::move(*this);
 }
 
-void PatternMatcher::index() {
+namespace {
+
+OpSet all_ops() {
   OpSet all;
   for (int o = 0; o < kNumOps; ++o) all.add(Op(o));
+  return all;
+}
+
+// the ops a node matched by `p` may have
+OpSet ops_of(const PatNode& p) {
+  if (p.alternatives.empty()) return p.ops.empty() ? all_ops() : p.ops;
+  OpSet ops;
+  for (const UPat& a : p.alternatives) ops = ops | ops_of(a.node());
+  return ops;
+}
+
+}  // namespace
+
+PatternMatcher::Gate PatternMatcher::gate_for(uint32_t rule, const PatNode& p) {
+  Gate g;
+  g.rule = rule;
+  if (!p.alternatives.empty()) return g;  // each alternative has its own needs: the matcher decides
+  if (!p.dtypes.empty() && p.dtypes.size() <= g.dt.size()) {
+    g.ndt = uint8_t(p.dtypes.size());
+    std::copy(p.dtypes.begin(), p.dtypes.end(), g.dt.begin());
+  }
+  const size_t n = p.src.size();
+  switch (p.mode) {
+    case UPat::SrcMode::None:
+      break;
+    case UPat::SrcMode::Repeat:
+      g.kind = Gate::kEach;
+      g.src_ops[0] = ops_of(p.src[0].node());
+      break;
+    case UPat::SrcMode::Ordered:
+    case UPat::SrcMode::Permute:
+      g.nsrc_lo = uint32_t(n);
+      g.nsrc_hi = p.any_len ? UINT32_MAX : uint32_t(n);
+      if (p.mode == UPat::SrcMode::Permute && n == 2) {
+        g.kind = Gate::kPermute2;
+        g.src_ops[0] = ops_of(p.src[0].node());
+        g.src_ops[1] = ops_of(p.src[1].node());
+      } else if (p.mode == UPat::SrcMode::Permute && n == 3) {  // any order: every source is one of them
+        g.kind = Gate::kEach;
+        for (const UPat& s : p.src) g.src_ops[0] = g.src_ops[0] | ops_of(s.node());
+      } else {  // the matcher takes other permuted patterns in order
+        g.kind = Gate::kOrdered;
+        g.npos = uint8_t(std::min<size_t>(n, g.src_ops.size()));
+        for (size_t i = 0; i < g.npos; ++i) g.src_ops[i] = ops_of(p.src[i].node());
+      }
+      break;
+  }
+  return g;
+}
+
+inline bool PatternMatcher::Gate::admits(const UOp* u) const {
+  if (ndt != 0) {
+    bool ok = false;
+    for (uint8_t i = 0; i < ndt; ++i) ok |= dt[i] == u->dtype;
+    if (!ok) return false;
+  }
+  const size_t n = u->nsrc();
+  if (n < nsrc_lo || n > nsrc_hi) return false;
+  switch (kind) {
+    case kAny:
+      return true;
+    case kOrdered:
+      for (uint8_t i = 0; i < npos; ++i)
+        if (!src_ops[i].has(u->src(i)->op)) return false;
+      return true;
+    case kPermute2: {
+      Op a = u->src(0)->op, b = u->src(1)->op;
+      return (src_ops[0].has(a) && src_ops[1].has(b)) || (src_ops[0].has(b) && src_ops[1].has(a));
+    }
+    case kEach:
+      for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)
+        if (!src_ops[0].has(u->src(i)->op)) return false;
+      return true;
+  }
+  return true;
+}
+
+void PatternMatcher::index() {
   by_op_.assign(kNumOps, {});
   for (uint32_t i = 0; i < rules_.size(); ++i) {
     const PatNode& p = rules_[i]->pat.node();
-    OpSet ops = p.ops.empty() ? all : p.ops;  // a wildcard root is tried on every op
-    if (!p.alternatives.empty()) {
-      ops = OpSet();
-      for (const UPat& a : p.alternatives) ops = ops | (a.node().ops.empty() ? all : a.node().ops);
-    }
-    ops.for_each([&](Op o) { by_op_[int(o)].push_back(i); });
+    Gate g = gate_for(i, p);
+    ops_of(p).for_each([&](Op o) { by_op_[int(o)].push_back(g); });  // a wildcard root is tried on every op
   }
 }
 
@@ -101,9 +177,10 @@ const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
   if (list.empty()) return nullptr;
   Match m;
   bool stats = g_rule_stats.load(std::memory_order_relaxed);
-  for (uint32_t idx : list) {
-    const Rule& r = *rules_[idx];
+  for (const Gate& g : list) {
+    const Rule& r = *rules_[g.rule];
     if (stats) ++r.tries;
+    if (!g.admits(u)) continue;
     const UOp* result = nullptr;
     match_each(r.pat, u, m, [&](const Match& mm) {
       const UOp* out = r.fn(mm, ctx);

@@ -2,6 +2,7 @@
 // to a fixed point with memoization, top-down or bottom-up, iteratively).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -69,11 +70,26 @@ class PatternMatcher {
   uint8_t fixed_bits_implying() const { return implying_ ? implying_->load(std::memory_order_relaxed) : 0; }
 
  private:
+  // A rule as its root op's list holds it: the rule, and what its pattern needs of a node's dtype,
+  // source count and direct sources' ops. A necessary condition, checked before the matcher runs:
+  // most rules tried on a node fail there, for a few instructions.
+  struct Gate {
+    enum Kind : uint8_t { kAny, kOrdered, kPermute2, kEach };
+    uint32_t rule = 0;
+    Kind kind = kAny;
+    uint8_t npos = 0;  // kOrdered: the source positions checked (at most 3)
+    uint8_t ndt = 0;   // 0: any dtype
+    uint32_t nsrc_lo = 0, nsrc_hi = UINT32_MAX;
+    std::array<DType, 4> dt{};       // the dtypes the node may have
+    std::array<OpSet, 3> src_ops{};  // per position (kEach: every position takes src_ops[0])
+    bool admits(const UOp* u) const;
+  };
+  static Gate gate_for(uint32_t rule, const PatNode& root);
   void index();
   uint8_t fixed_bit_ = 0;
   const std::atomic<uint8_t>* implying_ = nullptr;  // kept up to date as later matchers are remembered
   std::vector<std::shared_ptr<const Rule>> rules_;
-  std::vector<std::vector<uint32_t>> by_op_;  // rule indices per root op
+  std::vector<std::vector<Gate>> by_op_;  // the rules per root op, in order
   mutable const Rule* last_ = nullptr;
 };
 

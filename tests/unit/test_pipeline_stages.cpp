@@ -11,10 +11,13 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <unordered_set>
 
 #include "generator/codegen/passes.h"
 #include "generator/codegen/pipeline.h"
+#include "generator/ir/text.h"
 #include "generator/schedule/schedule.h"
+#include "generator/symbolic/symbolic.h"
 #include "tests/unit/kernel_interp.h"
 #include "tests/unit/kernel_testing.h"
 #include "tests/unit/oracle.h"
@@ -290,6 +293,68 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
   for (size_t i = 0; i < names.size(); ++i)
     std::cout << "  " << names[i] << ": " << counts[i].exact << " bit-exact, " << counts[i].rounded << " within 1e-6, "
               << counts[i].differ << " differ (largest deviation " << counts[i].worst << ")\n";
+}
+
+// PatternMatcher::rewrite tries a node's rules through a gate on its dtype and its sources' ops;
+// it must pick what trying every rule in order picks. Every node of every stage of random
+// programs, against the matchers the pipeline runs without a context.
+TEST(PipelineStagesRandomPrograms, GatedRuleListsPickWhatTryingEveryRulePicks) {
+  constexpr int kPrograms = 150;
+  const std::pair<const char*, const PatternMatcher*> matchers[] = {
+      {"sym", &sym()},
+      {"symbolic_simple", &symbolic_simple()},
+      {"pm_load_collapse", &codegen::pm_load_collapse()},
+      {"pm_expander", &codegen::pm_expander()},
+      {"pm_add_loads", &codegen::pm_add_loads()},
+      {"pm_split_ends", &codegen::pm_split_ends()},
+      {"pm_decompositions", &codegen::pm_decompositions()},
+      {"pm_renderer_rules", &codegen::pm_renderer_rules()},
+      {"pm_commit_weak", &codegen::pm_commit_weak()},
+      {"pm_cast_weak", &pm_cast_weak()},
+      {"pm_move_where_on_load", &pm_move_where_on_load()},
+  };
+  size_t nodes = 0, rewritten = 0;
+  int failures = 0;
+  for (int seed = 0; seed < kPrograms; ++seed) {
+    Context ctx;
+    std::vector<Tensor> ins, outs;
+    Vars vars;
+    RandomProgram(uint64_t(seed) + 1000).build(ctx, ins, outs, vars);
+    schedule::Schedule s = schedule::schedule(ins, outs, "g" + std::to_string(seed));
+    std::vector<const UOp*> all;
+    std::unordered_set<const UOp*> seen;
+    for (const auto& k : s.kernels) {
+      codegen::PipelineOptions o;
+      o.after_stage = [&](std::string_view, const UOp* sink) {
+        for (const UOp* u : toposort(sink))
+          if (seen.insert(u).second) all.push_back(u);
+      };
+      codegen::full_rewrite_to_sink(k.ast, o);
+    }
+    nodes += all.size();
+    for (const UOp* u : all) {
+      for (const auto& [name, pm] : matchers) {
+        const UOp* want = nullptr;
+        for (const Rule* r : pm->rules()) {
+          Match m;
+          match_each(r->pat, u, m, [&](const Match& mm) {
+            const UOp* out = r->fn(mm, nullptr);
+            if (out != nullptr && out != u) want = out;
+            return want != nullptr;
+          });
+          if (want) break;
+        }
+        const UOp* got = pm->rewrite(u);
+        rewritten += got != nullptr;
+        if (got != want && ++failures <= 10)
+          ADD_FAILURE() << name << " on " << print(u) << "\n  gated: " << (got ? print(got) : "no rule")
+                        << "\n  every rule: " << (want ? print(want) : "no rule");
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(rewritten, nodes / 10);  // the rules do fire on these graphs
+  std::cout << nodes << " nodes, " << rewritten << " rewrites agreed\n";
 }
 
 }  // namespace

@@ -55,6 +55,11 @@ void finalize(PatNode& n) {
   n.early_reject.for_each([&](Op o) {
     if (n.n_reject < n.reject_ops.size()) n.reject_ops[n.n_reject++] = o;
   });
+  n.ndt = n.dtypes.size() <= n.dt.size() ? uint8_t(n.dtypes.size()) : PatNode::kManyDtypes;
+  n.dt = {};
+  if (n.ndt != PatNode::kManyDtypes) std::copy(n.dtypes.begin(), n.dtypes.end(), n.dt.begin());
+  n.rare_checks = n.const_num.has_value() || n.arg.has_value() || n.n_reject > 0;
+  n.leaf = n.mode == UPat::SrcMode::None && n.alternatives.empty();
 }
 }  // namespace
 
@@ -235,30 +240,31 @@ static bool const_num_eq(const ConstValue& want, const ConstValue& got) {
   return want.i == got.i;
 }
 
-bool match_node_head(const PatNode& p, const UOp* u) {
-  if (!p.ops.empty() && !p.ops.has(u->op)) return false;
-  if (!p.dtypes.empty()) {
-    bool ok = false;
-    for (DType d : p.dtypes) ok |= d == u->dtype;
-    if (!ok) return false;
-  }
+// the checks few patterns have
+static bool match_rare(const PatNode& p, const UOp* u) {
   if (p.const_num && !(u->op == Op::CONST && const_num_eq(*p.const_num, u->cval()))) return false;
   if (p.arg && !(*p.arg == u->arg())) return false;
-  switch (p.mode) {
-    case UPat::SrcMode::None:
-      break;
-    case UPat::SrcMode::Repeat:
-      break;
-    case UPat::SrcMode::Ordered:
-    case UPat::SrcMode::Permute:
-      if (p.any_len ? u->nsrc() < p.src.size() : u->nsrc() != p.src.size()) return false;
-      break;
-  }
   for (uint8_t i = 0; i < p.n_reject; ++i) {
     Op o = p.reject_ops[i];
     if (std::none_of(u->src().begin(), u->src().end(), [o](const UOp* s) { return s->op == o; })) return false;
   }
   return true;
+}
+
+static inline bool head(const PatNode& p, const UOp* u) {
+  if (p.single_op >= 0 ? int(u->op) != p.single_op : !p.ops.empty() && !p.ops.has(u->op)) return false;
+  if (p.ndt != 0) {
+    bool ok = false;
+    if (p.ndt == PatNode::kManyDtypes) {
+      for (DType d : p.dtypes) ok |= d == u->dtype;
+    } else {
+      for (uint8_t i = 0; i < p.ndt; ++i) ok |= p.dt[i] == u->dtype;
+    }
+    if (!ok) return false;
+  }
+  if (p.mode == UPat::SrcMode::Ordered || p.mode == UPat::SrcMode::Permute)
+    if (p.any_len ? u->nsrc() < p.src.size() : u->nsrc() != p.src.size()) return false;
+  return !p.rare_checks || match_rare(p, u);
 }
 
 static bool match_srcs(const PatNode& p, const UOp* u, size_t i, const int* perm, Match& m, Cont k) {
@@ -268,8 +274,21 @@ static bool match_srcs(const PatNode& p, const UOp* u, size_t i, const int* perm
     return match_rec(p.src[0], u->src(i), m, Cont(next));
   }
   if (i == p.src.size()) return k();
+  const UPat& q = p.src[perm[i]];
+  const UOp* s = u->src(i);
+  const PatNode& qn = q.node();
+  if (qn.leaf) {  // the common source pattern (x, c0, a constant): no continuation needed
+    if (!head(qn, s)) return false;
+    if (qn.capture < 0) return match_srcs(p, u, i + 1, perm, m, k);
+    const UOp*& slot = m.slots_[qn.capture];
+    if (slot != nullptr) return slot == s && match_srcs(p, u, i + 1, perm, m, k);
+    slot = s;
+    if (match_srcs(p, u, i + 1, perm, m, k)) return true;
+    slot = nullptr;
+    return false;
+  }
   auto next = [&]() { return match_srcs(p, u, i + 1, perm, m, k); };
-  return match_rec(p.src[perm[i]], u->src(i), m, Cont(next));
+  return match_rec(q, s, m, Cont(next));
 }
 
 bool match_rec(const UPat& pu, const UOp* u, Match& m, Cont k) {
@@ -279,7 +298,7 @@ bool match_rec(const UPat& pu, const UOp* u, Match& m, Cont k) {
       if (match_rec(alt, u, m, k)) return true;
     return false;
   }
-  if (!match_node_head(p, u)) return false;
+  if (!head(p, u)) return false;
   bool set_here = false;
   if (p.capture >= 0) {
     if (m.slots_[p.capture] != nullptr) {

@@ -85,6 +85,13 @@ struct PatNode {
   std::array<Op, 8> reject_ops{};
   uint8_t n_reject = 0;
   int16_t single_op = -1;  // the op when `ops` holds exactly one
+  // `dtypes` inline when they are few (kManyDtypes: read `dtypes`), and whether the rare checks
+  // (const_num, arg, reject_ops) apply, so the common head check reads one cache line
+  static constexpr uint8_t kManyDtypes = 0xff;
+  uint8_t ndt = 0;
+  std::array<DType, 4> dt{};
+  bool rare_checks = false;
+  bool leaf = true;  // no sources and no alternatives: matched by its head and capture alone
 };
 
 // The capture slot for a name (a process-wide table, fixed once patterns are built).

@@ -124,6 +124,9 @@ constexpr size_t kPooledBlocks = 16;
 struct BlockPool {
   std::mutex mu;
   std::vector<std::unique_ptr<std::byte[]>> blocks;
+  // intern tables of Contexts gone and tables outgrown, one per size (1 << k slots), for the same
+  // reason: a kernel's Context grows its table to some 10^4 slots, through every size below
+  std::vector<std::vector<std::pair<uint64_t, const UOp*>>> tables;
 };
 static BlockPool& block_pool() {
   static BlockPool* pool = new BlockPool;
@@ -141,6 +144,7 @@ struct Context::Impl {
     for (size_t i = 0; i < blocks.size(); ++i)
       if (block_sizes[i] == kBlockSize && pool.blocks.size() < kPooledBlocks)
         pool.blocks.push_back(std::move(blocks[i]));
+    give_table(pool, std::move(table));
   }
   void* alloc(size_t bytes, size_t align) {
     used = (used + align - 1) & ~(align - 1);
@@ -164,11 +168,31 @@ struct Context::Impl {
   }
   // open-addressing intern table; the hash sits next to the pointer so a probe that misses
   // never touches the node's memory
-  struct Slot {
-    uint64_t hash = 0;
-    const UOp* u = nullptr;
-  };
-  std::vector<Slot> table = std::vector<Slot>(1024);
+  using Slot = std::pair<uint64_t, const UOp*>;  // (hash, node); an empty slot has no node
+  static constexpr size_t kFirstTable = 1024, kLargestPooledTable = size_t(1) << 16;
+  std::vector<Slot> table = take_table(kFirstTable);
+  // an empty table of `n` slots: a pooled one where there is one
+  static std::vector<Slot> take_table(size_t n) {
+    if (n > kFirstTable && n <= kLargestPooledTable) {
+      BlockPool& pool = block_pool();
+      std::lock_guard lock(pool.mu);
+      for (size_t k = 0; k < pool.tables.size(); ++k)
+        if (pool.tables[k].size() == n) {
+          std::vector<Slot> r = std::move(pool.tables[k]);
+          pool.tables.erase(pool.tables.begin() + std::ptrdiff_t(k));
+          std::fill(r.begin(), r.end(), Slot{0, nullptr});
+          return r;
+        }
+    }
+    return std::vector<Slot>(n, Slot{0, nullptr});
+  }
+  // caller holds pool.mu
+  static void give_table(BlockPool& pool, std::vector<Slot>&& t) {
+    if (t.size() <= kFirstTable || t.size() > kLargestPooledTable) return;
+    for (const auto& p : pool.tables)
+      if (p.size() == t.size()) return;
+    pool.tables.push_back(std::move(t));
+  }
   size_t count = 0;
   std::deque<std::string> strings;
   std::unordered_set<std::string_view> string_set;
@@ -192,9 +216,9 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   auto& t = impl_->table;
   size_t mask = t.size() - 1;
   size_t i = h & mask;
-  for (; t[i].u != nullptr; i = (i + 1) & mask) {
-    if (t[i].hash != h) continue;
-    const UOp* u = t[i].u;
+  for (; t[i].second != nullptr; i = (i + 1) & mask) {
+    if (t[i].first != h) continue;
+    const UOp* u = t[i].second;
     if (u->op != op || u->dtype != dtype || u->tag != tag || u->nsrc_ != src.size()) continue;
     if (!same_srcs(src, u->srcs_)) continue;
     if (u->arg_ == arg) return u;
@@ -212,15 +236,18 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
   nodes_.push_back(u);
   t[i] = {h, u};
   if (++impl_->count * 2 > t.size()) {  // grow and rehash
-    std::vector<Impl::Slot> nt(t.size() * 2);
+    std::vector<Impl::Slot> nt = Impl::take_table(t.size() * 2);
     size_t nmask = nt.size() - 1;
     for (const Impl::Slot& e : t) {
-      if (e.u == nullptr) continue;
-      size_t j = e.hash & nmask;
-      while (nt[j].u != nullptr) j = (j + 1) & nmask;
+      if (e.second == nullptr) continue;
+      size_t j = e.first & nmask;
+      while (nt[j].second != nullptr) j = (j + 1) & nmask;
       nt[j] = e;
     }
     t.swap(nt);
+    BlockPool& pool = block_pool();
+    std::lock_guard lock(pool.mu);
+    Impl::give_table(pool, std::move(nt));
   }
   return u;
 }

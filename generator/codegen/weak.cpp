@@ -1,5 +1,7 @@
 // commit weak: a weak constant (a Python-scalar literal of the tensor program) takes the dtype of
 // the op it feeds: the op's own dtype, or for a comparison the other operand's.
+#include <algorithm>
+
 #include "generator/codegen/passes.h"
 
 namespace kiln::codegen {
@@ -12,13 +14,16 @@ ConstValue convert(DType to, const ConstValue& v) {
   return truncate_to(to, ConstValue::of_int(v.is_float() ? int64_t(v.f) : v.i));
 }
 
+bool weak_literal(const UOp* s) { return s->op == Op::CONST && is_weak(s->dtype) && !s->is_invalid(); }
+
 const UOp* commit(const Match& m) {
   const UOp* u = m.root;
+  if (std::none_of(u->src().begin(), u->src().end(), weak_literal)) return nullptr;  // most ops: no copy
   std::vector<const UOp*> src(u->src().begin(), u->src().end());
   bool changed = false;
   for (size_t i = 0; i < src.size(); ++i) {
     const UOp* s = src[i];
-    if (s->op != Op::CONST || !is_weak(s->dtype) || s->is_invalid()) continue;
+    if (!weak_literal(s)) continue;
     DType to = u->dtype;
     if (in_group(u->op, G_COMPARISON)) to = src[1 - i]->dtype;
     if (u->op == Op::WHERE && i == 0) continue;

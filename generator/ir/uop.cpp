@@ -568,20 +568,27 @@ static int compare_head(const UOp* x, const UOp* y) {
 int compare_structural(const UOp* a, const UOp* b) {
   if (a == b) return 0;
   if (int c = compare_head(a, b)) return c;  // most comparisons end here, without the stack
-  // iterative lexicographic comparison of (op, arg, dtype, src...) trees
-  std::vector<std::pair<const UOp*, const UOp*>> stack{{a, b}};
-  while (!stack.empty()) {
+  // iterative lexicographic comparison of (op, arg, dtype, src...) trees; the stack is kept per
+  // thread (from `base` up: this call's part, as the unequal-length case recurses)
+  thread_local std::vector<std::pair<const UOp*, const UOp*>> stack;
+  const size_t base = stack.size();
+  auto done = [&](int c) {
+    stack.resize(base);
+    return c;
+  };
+  stack.push_back({a, b});
+  while (stack.size() > base) {
     auto [x, y] = stack.back();
     stack.pop_back();
     if (x == y) continue;
-    if (int c = compare_head(x, y)) return c;
+    if (int c = compare_head(x, y)) return done(c);
     size_t n = std::min(x->nsrc(), y->nsrc());
     // push in reverse so the first source is compared first; a shorter tuple sorts first
     if (x->nsrc() != y->nsrc()) {
       // compare the common prefix first; if equal, the shorter is smaller
       for (size_t i = 0; i < n; ++i)
-        if (int c = compare_structural(x->src(i), y->src(i))) return c;
-      return x->nsrc() < y->nsrc() ? -1 : 1;
+        if (int c = compare_structural(x->src(i), y->src(i))) return done(c);
+      return done(x->nsrc() < y->nsrc() ? -1 : 1);
     }
     for (size_t i = n; i-- > 0;) stack.push_back({x->src(i), y->src(i)});
   }

@@ -148,23 +148,25 @@ struct Context::Impl {
   }
   void* alloc(size_t bytes, size_t align) {
     used = (used + align - 1) & ~(align - 1);
-    if (used + bytes > cap) {
-      cap = std::max<size_t>(kBlockSize, bytes + align);
-      if (cap == kBlockSize) {
-        BlockPool& pool = block_pool();
-        std::lock_guard lock(pool.mu);
-        if (!pool.blocks.empty()) {
-          blocks.push_back(std::move(pool.blocks.back()));
-          pool.blocks.pop_back();
-        }
-      }
-      if (block_sizes.size() == blocks.size()) blocks.emplace_back(new std::byte[cap]);
-      block_sizes.push_back(cap);
-      used = 0;
-    }
+    if (used + bytes > cap) [[unlikely]]
+      new_block(bytes, align);
     void* p = blocks.back().get() + used;
     used += bytes;
     return p;
+  }
+  [[gnu::noinline]] void new_block(size_t bytes, size_t align) {
+    cap = std::max<size_t>(kBlockSize, bytes + align);
+    if (cap == kBlockSize) {
+      BlockPool& pool = block_pool();
+      std::lock_guard lock(pool.mu);
+      if (!pool.blocks.empty()) {
+        blocks.push_back(std::move(pool.blocks.back()));
+        pool.blocks.pop_back();
+      }
+    }
+    if (block_sizes.size() == blocks.size()) blocks.emplace_back(new std::byte[cap]);
+    block_sizes.push_back(cap);
+    used = 0;
   }
   // open-addressing intern table; the hash sits next to the pointer so a probe that misses
   // never touches the node's memory
@@ -209,7 +211,13 @@ std::string_view Context::intern(std::string_view s) {
 }
 
 const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Arg arg, int32_t tag) {
-  uint64_t h = mix(mix(mix(uint64_t(op) + 1, dtype.key()), uint64_t(uint32_t(tag))), hash_arg(arg));
+  return make_hashed(op, dtype, src, arg, tag,
+                     mix(mix(mix(uint64_t(op) + 1, dtype.key()), uint64_t(uint32_t(tag))), hash_arg(arg)));
+}
+
+const UOp* Context::make_hashed(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int32_t tag,
+                                const uint64_t head) {
+  uint64_t h = head;
   for (const UOp* s : src) h = mix(h, s->id);
   h = mix(h, src.size());
   h ^= h >> 29;  // the multiply leaves the low bits weak; the slot index uses them
@@ -224,14 +232,16 @@ const UOp* Context::make(Op op, DType dtype, std::span<const UOp* const> src, Ar
     if (u->arg_ == arg) return u;
   }
   // intern names so args never point into caller memory
-  if (auto* v = std::get_if<VarArg>(&arg)) v->name = intern(v->name);
-  if (auto* p = std::get_if<ParamArg>(&arg)) p->name = intern(p->name);
-  if (auto* n = std::get_if<Name>(&arg)) n->s = intern(n->s);
+  Arg own = arg;
+  if (auto* v = std::get_if<VarArg>(&own)) v->name = intern(v->name);
+  if (auto* p = std::get_if<ParamArg>(&own)) p->name = intern(p->name);
+  if (auto* n = std::get_if<Name>(&own)) n->s = intern(n->s);
   auto** srcs =
       static_cast<const UOp**>(impl_->alloc(sizeof(const UOp*) * std::max<size_t>(src.size(), 1), alignof(UOp*)));
   std::copy(src.begin(), src.end(), srcs);
   void* mem = impl_->alloc(sizeof(UOp), alignof(UOp));
-  auto* u = new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(arg));
+  auto* u =
+      new (mem) UOp(this, op, dtype, uint32_t(nodes_.size()), tag, srcs, uint32_t(src.size()), std::move(own), head);
   static_assert(std::is_trivially_destructible_v<UOp>, "the arena never runs destructors");
   nodes_.push_back(u);
   t[i] = {h, u};
@@ -319,7 +329,7 @@ static DType result_dtype(Op op, std::span<const UOp* const> src) {
 
 const UOp* UOp::with_src(std::span<const UOp* const> s) const {
   if (s.size() == nsrc_ && same_srcs(s, srcs_)) return this;
-  return ctx_->make(op, dtype, s, arg_, tag);
+  return ctx_->make_hashed(op, dtype, s, arg_, tag, head_hash_);
 }
 const UOp* UOp::with_arg(Arg a) const { return ctx_->make(op, dtype, src(), std::move(a), tag); }
 const UOp* UOp::with_tag(int32_t t) const { return t == tag ? this : ctx_->make(op, dtype, src(), arg_, t); }

@@ -151,13 +151,14 @@ class UOp {
 
  private:
   friend class Context;
-  UOp(Context* c, Op o, DType d, uint32_t i, int32_t t, const UOp* const* s, uint32_t n, Arg a)
-      : op(o), dtype(d), id(i), tag(t), srcs_(s), nsrc_(n), arg_(std::move(a)), ctx_(c) {}
+  UOp(Context* c, Op o, DType d, uint32_t i, int32_t t, const UOp* const* s, uint32_t n, Arg a, uint64_t head_hash)
+      : op(o), dtype(d), id(i), tag(t), srcs_(s), nsrc_(n), arg_(std::move(a)), head_hash_(head_hash), ctx_(c) {}
   void compute_bounds() const;
 
   const UOp* const* srcs_;
   uint32_t nsrc_;
   Arg arg_;
+  uint64_t head_hash_;  // the intern table's hash of (op, dtype, tag, arg): with_src reuses it
   Context* ctx_;
   mutable bool bounds_done_ = false;
   mutable ConstValue vmin_, vmax_;
@@ -234,6 +235,10 @@ class Context {
   void set_rewritten(uint32_t id, uint8_t b, const UOp* r) { rewritten_[std::countr_zero(b)][id] = r; }
 
  private:
+  friend class UOp;
+  // make() with the hash of (op, dtype, tag, arg) given; `arg` is copied only into a new node
+  const UOp* make_hashed(Op op, DType dtype, std::span<const UOp* const> src, const Arg& arg, int32_t tag,
+                         uint64_t head);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<const UOp*> nodes_;

@@ -162,8 +162,8 @@ class Rewriter {
   // as sources are older than their users, anything below it)
   // subst: rewrite by substitute_by() instead of pm's rules (substitute: the same walk, without
   // matching)
-  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
-           uint32_t unchanged_below = 0, bool subst = false)
+  [[gnu::always_inline]] Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
+                                  uint32_t unchanged_below = 0, bool subst = false)
       : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below), subst_(subst) {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
     // a pure matcher's rules never read the context; with one given, do not trust the marks
@@ -174,7 +174,9 @@ class Rewriter {
   }
   ~Rewriter() {
     scratch_->waits.clear();
-    scratch_pool().push_back(std::move(scratch_));
+    Pool& pool = scratch_pool();
+    scratch_->next_free = pool.free;
+    pool.free = scratch_;
   }
   Rewriter(const Rewriter&) = delete;
   Rewriter& operator=(const Rewriter&) = delete;
@@ -442,19 +444,29 @@ class Rewriter {
     std::vector<Entry> stack;  // its size is the room: the walk keeps its own top
     std::vector<Wait> waits;
     std::vector<const UOp*> srcs;
+    Scratch* next_free = nullptr;  // in the pool
   };
-  static std::vector<std::unique_ptr<Scratch>>& scratch_pool() {
-    thread_local std::vector<std::unique_ptr<Scratch>> pool;
+  // the sets not in use on this thread, a list
+  struct Pool {
+    Scratch* free = nullptr;
+    ~Pool() {
+      while (Scratch* s = free) {
+        free = s->next_free;
+        delete s;
+      }
+    }
+  };
+  static Pool& scratch_pool() {
+    thread_local Pool pool;
     return pool;
   }
-  static std::unique_ptr<Scratch> take_scratch() {
-    auto& pool = scratch_pool();
-    std::unique_ptr<Scratch> s;
-    if (pool.empty()) {
-      s = std::make_unique<Scratch>();
+  static Scratch* take_scratch() {
+    Pool& pool = scratch_pool();
+    Scratch* s = pool.free;
+    if (s == nullptr) {
+      s = new Scratch();
     } else {
-      s = std::move(pool.back());
-      pool.pop_back();
+      pool.free = s->next_free;
     }
     if (++s->gen == 0) {  // wrapped: forget every generation
       for (Slot& sl : s->slots) sl.gen = 0;
@@ -462,7 +474,7 @@ class Rewriter {
     }
     return s;
   }
-  std::unique_ptr<Scratch> scratch_ = take_scratch();
+  Scratch* const scratch_ = take_scratch();
   // the tables' data and size, kept at hand
   Slot* slot_at_ = scratch_->slots.data();
   Cold* cold_at_ = scratch_->cold.data();
@@ -483,24 +495,39 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, R
 }
 
 // substitute on each of `roots` in place, with one rewrite: what an earlier root finished is
-// final for the later ones
-static void substitute_each(std::span<const UOp*> roots, const SubMap& map) {
-  if (map.empty() || roots.empty()) return;
+// final for the later ones. `pairs`: (from, to) with distinct keys, in any order.
+template <class Pairs> static void substitute_each(std::span<const UOp*> roots, const Pairs& pairs) {
+  if (pairs.size() == 0 || roots.empty()) return;
   static const PatternMatcher none;
   RewriteOptions o;
   o.bottom_up = true;
   o.name = "substitute";
   // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
   uint32_t oldest_key = UINT32_MAX;
-  for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
+  for (const auto& kv : pairs) oldest_key = std::min(oldest_key, kv.first->id);
   Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, true);
-  for (const auto& [from, to] : map) rw.substitute_by(from, to);
+  for (const auto& [from, to] : pairs) rw.substitute_by(from, to);
   for (const UOp*& r : roots) r = rw.run(r);
 }
 
 const UOp* substitute(const UOp* root, const SubMap& map) {
   substitute_each(std::span<const UOp*>(&root, 1), map);
   return root;
+}
+
+template <class Pair>
+requires std::same_as<Pair, std::pair<const UOp*, const UOp*>>
+const UOp* substitute(const UOp* root, std::span<const Pair> pairs) {
+  substitute_each(std::span<const UOp*>(&root, 1), pairs);
+  return root;
+}
+template const UOp* substitute(const UOp* root, std::span<const std::pair<const UOp*, const UOp*>> pairs);
+
+const UOp* substitute(const UOp* root, const UOp* from, const UOp* to) {
+  // no key that changes anything: the rewrite would make nothing and give root back
+  if (from == to) return root;
+  std::pair<const UOp*, const UOp*> one{from, to};
+  return substitute(root, std::span<const std::pair<const UOp*, const UOp*>>(&one, 1));
 }
 
 std::vector<const UOp*> substitute(std::span<const UOp* const> roots, const SubMap& map) {

@@ -200,28 +200,28 @@ class Rewriter {
 
  private:
   template <bool kBottomUp> const UOp* walk(const UOp* root) {
-    sp_ = base_;
-    push({root, 0, root});
+    Entry* sp = base_;  // the top of the stack, kept at hand
+    push(sp, {root, 0, root});
     mark_on_stack(root);
     // The entry the next pop would give is kept in `e` instead (the same order, without the
     // push and the pop): a node's stage 1 when stage 0 pushed nothing, a new node's stage 0.
     Entry e;
-    while (sp_ != base_) {
-      e = *--sp_;
+    while (sp != base_) {
+      e = *--sp;
       if (replaced(e.n)) continue;
       if (e.stage == 1) goto stage1;
       if (e.stage == 2) goto stage2;
     stage0 : {
       if (e.n->id < unchanged_below_ || (fixed_bits_ && ctx_of_nodes_.fixed(e.n->id, fixed_bits_))) {
-        finish(e.n, e.n);  // nothing below it can change
+        finish(sp, e.n, e.n);  // nothing below it can change
         continue;
       }
       const UOp* new_n = e.n;
       if constexpr (kBottomUp) new_n = bottom_up_fixed_point(e.n);
       size_t n = new_n->nsrc();
-      reserve(n + 1);
-      Entry* const mine = sp_;
-      *sp_++ = {e.n, 1, new_n};
+      reserve(sp, n + 1);
+      Entry* const mine = sp;
+      *sp++ = {e.n, 1, new_n};
       // the sources not on the stack yet (one finished already would be skipped when popped)
       Slot* const slots = slot_at_;
       const uint32_t gen = gen_;
@@ -234,10 +234,10 @@ class Rewriter {
         } else {
           s = Slot{gen, true, false, false, nullptr};
         }
-        *sp_++ = {x, 0, x};
+        *sp++ = {x, 0, x};
       }
-      if (sp_ != mine + 1) continue;
-      sp_ = mine;  // nothing pushed above it: its stage 1 now
+      if (sp != mine + 1) continue;
+      sp = mine;  // nothing pushed above it: its stage 1 now
       e.stage = 1;
       e.new_n = new_n;
     }
@@ -267,7 +267,7 @@ class Rewriter {
         if (r == nullptr) {
           // no rule fires on it (bottom-up: checked before its sources) and its sources are final
           if (fixed_bit_) ctx_of_nodes_.set_fixed(e.new_n->id, fixed_bit_);
-          finish(e.n, e.new_n);
+          finish(sp, e.n, e.new_n);
           continue;
         }
         next = r;
@@ -277,7 +277,7 @@ class Rewriter {
         next = e.new_n->with_src(srcs_);
         fit(next);
       }
-      push({e.n, 2, next});
+      push(sp, {e.n, 2, next});
       e = {next, 0, next};  // popped next
       if (replaced(next)) continue;
       goto stage0;
@@ -287,7 +287,7 @@ class Rewriter {
       if (r == nullptr) {
         wait_for(e.new_n, e);
       } else {
-        finish(e.n, r);
+        finish(sp, e.n, r);
       }
     }
     }
@@ -329,24 +329,24 @@ class Rewriter {
   }
   void mark_on_stack(const UOp* u) { slot(u).on_stack = true; }
 
-  // the stack: entries below sp_, room up to end_
-  void push(const Entry& e) {
-    reserve(1);
-    *sp_++ = e;
+  // the stack: entries from base_ below the walk's top `sp`, room up to end_
+  void push(Entry*& sp, const Entry& e) {
+    reserve(sp, 1);
+    *sp++ = e;
   }
-  void reserve(size_t k) {
-    if (size_t(end_ - sp_) < k) grow(k);
+  void reserve(Entry*& sp, size_t k) {
+    if (size_t(end_ - sp) < k) sp = grow(sp, k);
   }
-  void grow(size_t k) {
+  Entry* grow(Entry* sp, size_t k) {
     std::vector<Entry>& st = scratch_->stack;
-    size_t used = size_t(sp_ - base_);
+    size_t used = size_t(sp - base_);
     st.resize(std::max(used + k, st.size() * 2 + 64));
     base_ = st.data();
-    sp_ = base_ + used;
     end_ = base_ + st.size();
+    return base_ + used;
   }
 
-  void finish(const UOp* n, const UOp* r) {
+  void finish(Entry*& sp, const UOp* n, const UOp* r) {
     Slot& s = slot(n);
     s.replace = r;
     if (!s.waiting) return;  // the common case: nobody waits
@@ -356,10 +356,10 @@ class Rewriter {
     uint32_t head = cold_at_[n->id].wait_head;
     size_t k = 0;
     for (uint32_t w = head; w != kNone; w = waits[w].next) ++k;
-    reserve(k);
-    Entry* at = sp_ + k;
+    reserve(sp, k);
+    Entry* at = sp + k;
     for (uint32_t w = head; w != kNone; w = waits[w].next) *--at = waits[w].e;
-    sp_ += k;
+    sp += k;
   }
   // `e` continues once `x` is final
   void wait_for(const UOp* x, const Entry& e) {
@@ -481,7 +481,6 @@ class Rewriter {
   size_t nslots_ = scratch_->slots.size();
   const uint32_t gen_ = scratch_->gen;
   Entry* base_ = scratch_->stack.data();
-  Entry* sp_ = base_;
   Entry* end_ = base_ + scratch_->stack.size();
   std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};

@@ -239,17 +239,21 @@ class Rewriter {
   // as sources are older than their users, anything below it)
   // subst: rewrite by substitute_by() instead of pm's rules (substitute: the same walk, without
   // matching)
-  Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
-           uint32_t unchanged_below = 0, bool subst = false)
+  [[gnu::always_inline]] Rewriter(const PatternMatcher& pm, void* ctx, const RewriteOptions& opts, Context& nodes,
+                                  uint32_t unchanged_below = 0, bool subst = false)
       : pm_(pm), ctx_(ctx), opts_(opts), ctx_of_nodes_(nodes), unchanged_below_(unchanged_below), subst_(subst) {
     cap_ = opts.max_rewrites ? opts.max_rewrites : 10 * uint64_t(nodes.size()) + 100000;
     // a pure matcher's rules never read the context; with one given, do not trust the marks
     fixed_bit_ = ctx == nullptr ? pm.fixed_bit() : 0;
     fixed_bits_ = fixed_bit_ ? pm.fixed_bits_implying() : 0;
+    // every node the walk meets is in the Context now, below one, or made by the walk (fit())
+    fit(nodes.size());
   }
   ~Rewriter() {
-    scratch_->stack.clear();
-    scratch_pool().push_back(std::move(scratch_));
+    scratch_->waits.clear();
+    Pool& pool = scratch_pool();
+    scratch_->next_free = pool.free;
+    pool.free = scratch_;
   }
   Rewriter(const Rewriter&) = delete;
   Rewriter& operator=(const Rewriter&) = delete;
@@ -260,76 +264,109 @@ class Rewriter {
     if (from == to) return;
     Slot& s = slot(from);
     s.bpm_done = true;
-    s.bpm = to;
+    cold_at_[from->id].bpm = to;
   }
 
   const UOp* run(const UOp* root) {
     if (remember_results())
       if (const UOp* r = ctx_of_nodes_.rewritten(root->id, fixed_bit_)) return r;  // rewritten before
-    const UOp* r = walk(root);
+    const UOp* r = opts_.bottom_up ? walk<true>(root) : walk<false>(root);
     if (remember_results() && r != root) ctx_of_nodes_.set_rewritten(root->id, fixed_bit_, r);
     return r;
   }
 
  private:
-  const UOp* walk(const UOp* root) {
-    std::vector<Entry>& stack = scratch_->stack;
-    stack.push_back({root, 0, root});
+  template <bool kBottomUp> const UOp* walk(const UOp* root) {
+    Entry* sp = base_;  // the top of the stack, kept at hand
+    push(sp, {root, 0, root});
     mark_on_stack(root);
-    while (!stack.empty()) {
-      Entry e = stack.back();
-      stack.pop_back();
+    // The entry the next pop would give is kept in `e` instead (the same order, without the
+    // push and the pop): a node's stage 1 when stage 0 pushed nothing, a new node's stage 0.
+    Entry e;
+    while (sp != base_) {
+      e = *--sp;
       if (replaced(e.n)) continue;
-      if (e.stage == 0) {
-        if (e.n->id < unchanged_below_ || (fixed_bits_ && ctx_of_nodes_.fixed(e.n->id, fixed_bits_))) {
-          finish(e.n, e.n, stack);  // nothing below it can change
+      if (e.stage == 1) goto stage1;
+      if (e.stage == 2) goto stage2;
+    stage0 : {
+      if (e.n->id < unchanged_below_ || (fixed_bits_ && ctx_of_nodes_.fixed(e.n->id, fixed_bits_))) {
+        finish(sp, e.n, e.n);  // nothing below it can change
+        continue;
+      }
+      const UOp* new_n = e.n;
+      if constexpr (kBottomUp) new_n = bottom_up_fixed_point(e.n);
+      size_t n = new_n->nsrc();
+      reserve(sp, n + 1);
+      Entry* const mine = sp;
+      *sp++ = {e.n, 1, new_n};
+      // the sources not on the stack yet (one finished already would be skipped when popped)
+      Slot* const slots = slot_at_;
+      const uint32_t gen = gen_;
+      for (size_t i = n; i-- > 0;) {
+        const UOp* x = new_n->src(i);
+        Slot& s = slots[x->id];
+        if (s.gen == gen) {
+          if (s.on_stack || s.replace) continue;
+          s.on_stack = true;
+        } else {
+          s = Slot{gen, true, false, false, nullptr};
+        }
+        *sp++ = {x, 0, x};
+      }
+      if (sp != mine + 1) continue;
+      sp = mine;  // nothing pushed above it: its stage 1 now
+      e.stage = 1;
+      e.new_n = new_n;
+    }
+    stage1 : {
+      // every source final? the first that is not is waited for
+      std::span<const UOp* const> src = e.new_n->src();
+      const Slot* const slots = slot_at_;
+      const uint32_t gen = gen_;
+      bool changed = false;
+      const UOp* wait = nullptr;
+      for (const UOp* x : src) {
+        const Slot& s = slots[x->id];
+        const UOp* rx = s.gen == gen ? s.replace : nullptr;
+        if (rx == nullptr) {
+          wait = x;
+          break;
+        }
+        changed |= rx != x;
+      }
+      if (wait) {
+        wait_for(wait, e);
+        continue;
+      }
+      const UOp* next;
+      if (!changed) {
+        const UOp* r = kBottomUp ? nullptr : apply(e.new_n);
+        if (r == nullptr) {
+          // no rule fires on it (bottom-up: checked before its sources) and its sources are final
+          if (fixed_bit_) ctx_of_nodes_.set_fixed(e.new_n->id, fixed_bit_);
+          finish(sp, e.n, e.new_n);
           continue;
         }
-        const UOp* new_n = e.n;
-        if (opts_.bottom_up) new_n = bottom_up_fixed_point(e.n);
-        stack.push_back({e.n, 1, new_n});
-        for (size_t i = new_n->nsrc(); i-- > 0;) {
-          const UOp* x = new_n->src(i);
-          if (on_stack(x)) continue;
-          stack.push_back({x, 0, x});
-          mark_on_stack(x);
-        }
-      } else if (e.stage == 1) {
-        srcs_.clear();
-        bool ready = true;
-        for (const UOp* x : e.new_n->src()) {
-          const UOp* rx = get(x);
-          if (rx == nullptr) {
-            wait_for(x, e);
-            ready = false;
-            break;
-          }
-          srcs_.push_back(rx);
-        }
-        if (!ready) continue;
-        const UOp* next;
-        if (same_srcs(e.new_n)) {
-          const UOp* r = opts_.bottom_up ? nullptr : apply(e.new_n);
-          if (r == nullptr) {
-            // no rule fires on it (bottom-up: checked before its sources) and its sources are final
-            if (fixed_bit_) ctx_of_nodes_.set_fixed(e.new_n->id, fixed_bit_);
-            finish(e.n, e.new_n, stack);
-            continue;
-          }
-          next = r;
-        } else {
-          next = e.new_n->with_src(srcs_);
-        }
-        stack.push_back({e.n, 2, next});
-        stack.push_back({next, 0, next});
+        next = r;
       } else {
-        const UOp* r = get(e.new_n);
-        if (r == nullptr) {
-          wait_for(e.new_n, e);
-        } else {
-          finish(e.n, r, stack);
-        }
+        srcs_.clear();
+        for (const UOp* x : src) srcs_.push_back(slot_at_[x->id].replace);
+        next = e.new_n->with_src(srcs_);
+        fit(next);
       }
+      push(sp, {e.n, 2, next});
+      e = {next, 0, next};  // popped next
+      if (replaced(next)) continue;
+      goto stage0;
+    }
+    stage2 : {
+      const UOp* r = get(e.new_n);
+      if (r == nullptr) {
+        wait_for(e.new_n, e);
+      } else {
+        finish(sp, e.n, r);
+      }
+    }
     }
     const UOp* r = get(root);
     if (r == nullptr) throw InternalError(std::string(opts_.name) + ": graph_rewrite did not resolve the root (cycle)");
@@ -337,60 +374,84 @@ class Rewriter {
   }
 
   // The per-node state of this rewrite. A slot belongs to this rewrite when its generation is
-  // ours: a new rewrite starts clean without clearing what an earlier one touched.
+  // ours: a new rewrite starts clean without clearing what an earlier one touched. The table
+  // covers every id the walk can meet (fit()), so a lookup needs no bounds check.
   struct Slot;
   const Slot* peek(const UOp* u) const {
-    return u->id < nslots_ && slot_at_[u->id].gen == gen_ ? &slot_at_[u->id] : nullptr;
+    const Slot& s = slot_at_[u->id];
+    return s.gen == gen_ ? &s : nullptr;
   }
   Slot& slot(const UOp* u) {
-    if (u->id >= nslots_) {
-      slots_.resize(std::max<size_t>(u->id + 1, slots_.size() * 2));
-      slot_at_ = slots_.data();
-      nslots_ = slots_.size();
-    }
     Slot& s = slot_at_[u->id];
-    if (s.gen != gen_) {
-      s.gen = gen_;
-      s.on_stack = s.bpm_done = false;
-      s.replace = s.bpm = nullptr;
-      s.waiting.clear();  // not empty only when an earlier rewrite threw
-    }
+    if (s.gen != gen_) s = Slot{gen_, false, false, false, nullptr};
     return s;
   }
+  // the tables cover ids below n
+  void fit(size_t n) {
+    if (n <= nslots_) return;
+    size_t m = std::max(n, scratch_->slots.size() * 2);
+    scratch_->slots.resize(m);
+    scratch_->cold.resize(m);
+    slot_at_ = scratch_->slots.data();
+    cold_at_ = scratch_->cold.data();
+    nslots_ = m;
+  }
+  void fit(const UOp* made) { fit(size_t(made->id) + 1); }
   // a pure matcher's top-down result for a root is the same in every rewrite: the Context keeps it
   bool remember_results() const { return fixed_bit_ && !opts_.bottom_up; }
   bool replaced(const UOp* u) const { return get(u) != nullptr; }
   const UOp* get(const UOp* u) const {
-    const Slot* s = peek(u);
-    return s ? s->replace : nullptr;
-  }
-  bool on_stack(const UOp* u) const {
-    const Slot* s = peek(u);
-    return s && s->on_stack;
+    const Slot& s = slot_at_[u->id];
+    return s.gen == gen_ ? s.replace : nullptr;
   }
   void mark_on_stack(const UOp* u) { slot(u).on_stack = true; }
-  void finish(const UOp* n, const UOp* r, std::vector<Entry>& stack) {
+
+  // the stack: entries from base_ below the walk's top `sp`, room up to end_
+  void push(Entry*& sp, const Entry& e) {
+    reserve(sp, 1);
+    *sp++ = e;
+  }
+  void reserve(Entry*& sp, size_t k) {
+    if (size_t(end_ - sp) < k) sp = grow(sp, k);
+  }
+  Entry* grow(Entry* sp, size_t k) {
+    std::vector<Entry>& st = scratch_->stack;
+    size_t used = size_t(sp - base_);
+    st.resize(std::max(used + k, st.size() * 2 + 64));
+    base_ = st.data();
+    end_ = base_ + st.size();
+    return base_ + used;
+  }
+
+  void finish(Entry*& sp, const UOp* n, const UOp* r) {
     Slot& s = slot(n);
     s.replace = r;
-    if (s.waiting.empty()) return;  // the common case: nobody waits
-    stack.insert(stack.end(), s.waiting.begin(), s.waiting.end());
-    s.waiting.clear();
+    if (!s.waiting) return;  // the common case: nobody waits
+    s.waiting = false;
+    // the waiting entries go back on the stack in the order they came (the list has the last first)
+    std::vector<Wait>& waits = scratch_->waits;
+    uint32_t head = cold_at_[n->id].wait_head;
+    size_t k = 0;
+    for (uint32_t w = head; w != kNone; w = waits[w].next) ++k;
+    reserve(sp, k);
+    Entry* at = sp + k;
+    for (uint32_t w = head; w != kNone; w = waits[w].next) *--at = waits[w].e;
+    sp += k;
   }
   // `e` continues once `x` is final
-  void wait_for(const UOp* x, const Entry& e) { slot(x).waiting.push_back(e); }
-
-  // srcs_ holds exactly u's sources (a plain loop: std::equal calls memcmp)
-  bool same_srcs(const UOp* u) const {
-    size_t n = u->nsrc();
-    if (srcs_.size() != n) return false;
-    for (size_t i = 0; i < n; ++i)
-      if (srcs_[i] != u->src(i)) return false;
-    return true;
+  void wait_for(const UOp* x, const Entry& e) {
+    Slot& s = slot(x);
+    std::vector<Wait>& waits = scratch_->waits;
+    uint32_t& head = cold_at_[x->id].wait_head;
+    waits.push_back({e, s.waiting ? head : kNone});
+    head = uint32_t(waits.size() - 1);
+    s.waiting = true;
   }
 
   const UOp* apply(const UOp* u) {
     const UOp* r = pm_.rewrite(u, ctx_);
     if (r != nullptr) {
+      fit(r);
       recent_[nrecent_++ % recent_.size()] = pm_.last_rule();
       if (++count_ > cap_) fail();
     }
@@ -402,14 +463,13 @@ class Rewriter {
     while (true) {
       const UOp* next;
       if (const Slot* s = peek(cur); s && s->bpm_done) {
-        next = s->bpm;
+        next = cold_at_[cur->id].bpm;
       } else if (subst_) {
         next = nullptr;  // not a key: substitute_by() filled in every key
       } else {
         next = apply(cur);
-        Slot& t = slot(cur);  // after apply: a nested rewrite may have grown the context
-        t.bpm_done = true;
-        t.bpm = next;
+        slot(cur).bpm_done = true;  // after apply: it may have grown the tables
+        cold_at_[cur->id].bpm = next;
       }
       if (next == nullptr) return cur;
       cur = next;
@@ -441,28 +501,49 @@ class Rewriter {
   struct Slot {
     uint32_t gen = 0;
     bool on_stack = false, bpm_done = false;
+    bool waiting = false;          // cold.wait_head starts the list of entries that wait for it
     const UOp* replace = nullptr;  // the final result
-    const UOp* bpm = nullptr;      // bottom-up: what one application of the rules gives
-    std::vector<Entry> waiting;    // the entries that wait for this node to be final
+  };
+  // what only some nodes need, valid where the slot says so
+  struct Cold {
+    const UOp* bpm = nullptr;  // bottom-up, where bpm_done: what one application of the rules gives
+    uint32_t wait_head = 0;    // where waiting: the last entry of its list in Scratch::waits
+  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Wait {
+    Entry e;
+    uint32_t next;  // the one that came before, or kNone
   };
   struct Scratch {
     std::vector<Slot> slots;
+    std::vector<Cold> cold;
     uint32_t gen = 0;
-    std::vector<Entry> stack;
+    std::vector<Entry> stack;  // its size is the room: the walk keeps its own top
+    std::vector<Wait> waits;
     std::vector<const UOp*> srcs;
+    Scratch* next_free = nullptr;  // in the pool
   };
-  static std::vector<std::unique_ptr<Scratch>>& scratch_pool() {
-    thread_local std::vector<std::unique_ptr<Scratch>> pool;
+  // the sets not in use on this thread, a list
+  struct Pool {
+    Scratch* free = nullptr;
+    ~Pool() {
+      while (Scratch* s = free) {
+        free = s->next_free;
+        delete s;
+      }
+    }
+  };
+  static Pool& scratch_pool() {
+    thread_local Pool pool;
     return pool;
   }
-  static std::unique_ptr<Scratch> take_scratch() {
-    auto& pool = scratch_pool();
-    std::unique_ptr<Scratch> s;
-    if (pool.empty()) {
-      s = std::make_unique<Scratch>();
+  static Scratch* take_scratch() {
+    Pool& pool = scratch_pool();
+    Scratch* s = pool.free;
+    if (s == nullptr) {
+      s = new Scratch();
     } else {
-      s = std::move(pool.back());
-      pool.pop_back();
+      pool.free = s->next_free;
     }
     if (++s->gen == 0) {  // wrapped: forget every generation
       for (Slot& sl : s->slots) sl.gen = 0;
@@ -470,12 +551,14 @@ class Rewriter {
     }
     return s;
   }
-  std::unique_ptr<Scratch> scratch_ = take_scratch();
-  std::vector<Slot>& slots_ = scratch_->slots;
-  // slots_'s data and size, kept at hand: peek() runs for every visit of every node
-  Slot* slot_at_ = slots_.data();
-  size_t nslots_ = slots_.size();
+  Scratch* const scratch_ = take_scratch();
+  // the tables' data and size, kept at hand
+  Slot* slot_at_ = scratch_->slots.data();
+  Cold* cold_at_ = scratch_->cold.data();
+  size_t nslots_ = scratch_->slots.size();
   const uint32_t gen_ = scratch_->gen;
+  Entry* base_ = scratch_->stack.data();
+  Entry* end_ = base_ + scratch_->stack.size();
   std::vector<const UOp*>& srcs_ = scratch_->srcs;
   std::array<const Rule*, 8> recent_{};
   size_t nrecent_ = 0;
@@ -488,24 +571,39 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx, R
 }
 
 // substitute on each of `roots` in place, with one rewrite: what an earlier root finished is
-// final for the later ones
-static void substitute_each(std::span<const UOp*> roots, const SubMap& map) {
-  if (map.empty() || roots.empty()) return;
+// final for the later ones. `pairs`: (from, to) with distinct keys, in any order.
+template <class Pairs> static void substitute_each(std::span<const UOp*> roots, const Pairs& pairs) {
+  if (pairs.size() == 0 || roots.empty()) return;
   static const PatternMatcher none;
   RewriteOptions o;
   o.bottom_up = true;
   o.name = "substitute";
   // a node older than every key cannot be one nor reach one: the rewrite skips those subgraphs
   uint32_t oldest_key = UINT32_MAX;
-  for (const auto& kv : map) oldest_key = std::min(oldest_key, kv.first->id);
+  for (const auto& kv : pairs) oldest_key = std::min(oldest_key, kv.first->id);
   Rewriter rw(none, nullptr, o, roots[0]->ctx(), oldest_key, true);
-  for (const auto& [from, to] : map) rw.substitute_by(from, to);
+  for (const auto& [from, to] : pairs) rw.substitute_by(from, to);
   for (const UOp*& r : roots) r = rw.run(r);
 }
 
 const UOp* substitute(const UOp* root, const SubMap& map) {
   substitute_each(std::span<const UOp*>(&root, 1), map);
   return root;
+}
+
+template <class Pair>
+requires std::same_as<Pair, std::pair<const UOp*, const UOp*>>
+const UOp* substitute(const UOp* root, std::span<const Pair> pairs) {
+  substitute_each(std::span<const UOp*>(&root, 1), pairs);
+  return root;
+}
+template const UOp* substitute(const UOp* root, std::span<const std::pair<const UOp*, const UOp*>> pairs);
+
+const UOp* substitute(const UOp* root, const UOp* from, const UOp* to) {
+  // no key that changes anything: the rewrite would make nothing and give root back
+  if (from == to) return root;
+  std::pair<const UOp*, const UOp*> one{from, to};
+  return substitute(root, std::span<const std::pair<const UOp*, const UOp*>>(&one, 1));
 }
 
 std::vector<const UOp*> substitute(std::span<const UOp* const> roots, const SubMap& map) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,6 +112,12 @@ const UOp* graph_rewrite(const UOp* root, const PatternMatcher& pm, void* ctx = 
 
 // Replace nodes by others everywhere below root (the replacements are visited too).
 const UOp* substitute(const UOp* root, const std::unordered_map<const UOp*, const UOp*>& map);
+// The same with (from, to) pairs in place of the map, none built: their keys are distinct. (A
+// template only so that a braced list of pairs still means the map.)
+template <class Pair>
+requires std::same_as<Pair, std::pair<const UOp*, const UOp*>>
+const UOp* substitute(const UOp* root, std::span<const Pair> pairs);
+const UOp* substitute(const UOp* root, const UOp* from, const UOp* to);
 // The same on each root in turn (the same results, the same nodes made in the same order), the
 // graph the roots share walked once.
 std::vector<const UOp*> substitute(std::span<const UOp* const> roots,

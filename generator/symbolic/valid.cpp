@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "generator/symbolic/symbolic.h"
@@ -48,8 +47,6 @@ const UOp* stand_in(const UOp* like, size_t i, int64_t lo, int64_t hi) {
   std::string name = "valid#" + std::to_string(i);
   return like->ctx().var(like->ctx().intern(name), lo, hi, like->dtype.base());
 }
-
-using SubMap = std::unordered_map<const UOp*, const UOp*>;
 
 }  // namespace
 
@@ -98,7 +95,7 @@ const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
       bool pair = u->op == Op::STACK && u->nsrc() == 2;
       std::vector<const UOp*> outs;
       for (const auto& [X, nX] : cand) {
-        outs.push_back(simplify(substitute(simplify(substitute(u, SubMap{{X, nX}})), SubMap{{nX, X}})));
+        outs.push_back(simplify(substitute(simplify(substitute(u, X, nX)), nX, X)));
         // the rest cannot change u: an output equal to u keeps every part of u, and outputs that
         // differ change only a pair, per element where all of them agree
         if (outs.back() == u || (!pair && outs.back() != outs[0])) break;
@@ -119,13 +116,15 @@ const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
     }
   }
 
-  // all the clauses together (whole expressions only)
-  SubMap fwd, back;
-  for (const auto& [X, nX] : all) fwd[X] = nX, back[nX] = X;
-  if (fwd.empty()) return u;
-  const UOp* s = substitute(u, fwd);
-  if (s != u) u = simplify(substitute(simplify(s), back));
-  return u;
+  // all the clauses together (whole expressions only): the expressions are distinct, and so are
+  // their stand-ins (one name each)
+  if (all.empty()) return u;
+  const UOp* s = substitute(u, std::span<const std::pair<const UOp*, const UOp*>>(all));
+  if (s == u) return u;
+  std::vector<std::pair<const UOp*, const UOp*>> back;
+  back.reserve(all.size());
+  for (const auto& [X, nX] : all) back.emplace_back(nX, X);
+  return simplify(substitute(simplify(s), std::span<const std::pair<const UOp*, const UOp*>>(back)));
 }
 
 namespace {

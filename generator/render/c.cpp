@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <concepts>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -12,14 +13,36 @@ namespace kiln::render {
 namespace {
 
 // The renderer appends its C piece by piece to one string, cat(s, "const ", t, " val", n, ...),
-// instead of concatenating temporary strings: rendering is a visible share of a compile.
-void put(std::string& s, std::string_view v) { s.append(v); }
-void put(std::string& s, char c) { s.push_back(c); }
-template <std::integral I> void put(std::string& s, I v) {
-  char buf[24];
-  s.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+// instead of concatenating temporary strings: rendering is a visible share of a compile. cat grows
+// the string once for all its pieces, then copies them in (no per-piece length checks).
+size_t most(std::string_view v) { return v.size(); }
+size_t most(char) { return 1; }
+template <size_t N> size_t most(const char (&)[N]) { return N - 1; }
+template <std::integral I> size_t most(I) { return 20; }  // digits and sign of any 64-bit integer
+
+char* write(char* p, std::string_view v) {
+  if (!v.empty()) std::memcpy(p, v.data(), v.size());
+  return p + v.size();
 }
-template <class... T> void cat(std::string& s, const T&... parts) { (put(s, parts), ...); }
+char* write(char* p, char c) {
+  *p = c;
+  return p + 1;
+}
+template <size_t N> char* write(char* p, const char (&lit)[N]) {
+  std::memcpy(p, lit, N - 1);  // a literal: a fixed size, copied inline
+  return p + N - 1;
+}
+template <std::integral I> char* write(char* p, I v) { return std::to_chars(p, p + 20, v).ptr; }
+
+// No piece may point into s itself (growing s may move it).
+template <class... T> void cat(std::string& s, const T&... parts) {
+  size_t n = s.size();
+  s.resize(n + (most(parts) + ...));
+  char* p = s.data() + n;
+  ((p = write(p, parts)), ...);
+  s.resize(size_t(p - s.data()));
+}
+template <class T> void put(std::string& s, const T& part) { cat(s, part); }
 
 std::string_view ctype(DType d) {
   if (d.count != 1) throw InternalError("render C: vector dtype " + to_string(d) + " (devectorize first)");
@@ -200,7 +223,7 @@ class CRenderer {
       if (const UOp* b = register_of(store->src(0))) scalar_stored[pos_[b->id]] = 1;
     };
     for (const LaneLoop& l : loops)
-      for (const UOp* u : l.body) in_vector[pos_[u->id]] = 1;
+      for (size_t i = l.first; i < l.last; ++i) in_vector[i] = nodes_[i].needed;
     for (const UOp* u : lin_)
       if (u->op == Op::STORE && !in_vector[pos_[u->id]]) store_is_scalar(u);
     for (bool changed = true; changed;) {
@@ -210,8 +233,8 @@ class CRenderer {
         if (std::none_of(l.buffers.begin(), l.buffers.end(), [&](const UOp* b) { return scalar_stored[pos_[b->id]]; }))
           continue;
         l.size = 0, changed = true;  // its stores are scalar stores now
-        for (const UOp* u : l.body)
-          if (u->op == Op::STORE) store_is_scalar(u);
+        for (size_t i = l.first; i < l.last; ++i)
+          if (nodes_[i].needed && lin_[i]->op == Op::STORE) store_is_scalar(lin_[i]);
       }
     }
     for (const LaneLoop& l : loops) {
@@ -233,9 +256,10 @@ class CRenderer {
 
   struct LaneLoop {
     const UOp* range = nullptr;
-    int size = 0;                       // the element size of its vectors
-    std::vector<const UOp*> body, vec;  // its nodes; those that are vectors
-    std::vector<const UOp*> buffers;    // the accumulators it keeps as vectors
+    int size = 0;                     // the element size of its vectors
+    size_t first = 0, last = 0;       // its body: lin_[first, last) (the nodes needed)
+    std::vector<const UOp*> vec;      // the nodes that are vectors
+    std::vector<const UOp*> buffers;  // the accumulators it keeps as vectors
   };
 
   // What plan_lane_loop knows of a node, by position (a table, not hash sets: it runs per compile).
@@ -257,13 +281,6 @@ class CRenderer {
     const UOp* lane = lin_[at];
     int64_t width = lane->src(0)->ival();
     std::vector<const UOp*>& buffers = l.buffers;
-    std::vector<const UOp*>& body = l.body;
-    size_t i = at + 1;
-    for (; i < lin_.size() && lin_[i]->op != Op::END; ++i) {
-      if (lin_[i]->op == Op::RANGE) return false;  // a loop inside: not elementwise over the lanes
-      if (nodes_[i].needed) body.push_back(lin_[i]);
-    }
-    if (i == lin_.size() || lin_[i]->src(1) != lane) return false;
     if (facts_.empty()) facts_.resize(lin_.size());
     ++stamp_;
     LaneFact& lf = fact(lane);
@@ -296,7 +313,12 @@ class CRenderer {
       if (buf->op == Op::BUFFER && addr == lane && buf->arg<ParamArg>().size == width) return buf;
       return nullptr;
     };
-    for (const UOp* u : body) {
+    // the body, checked as it is read: most loops fail early
+    size_t i = at + 1;
+    for (; i < lin_.size() && lin_[i]->op != Op::END; ++i) {
+      const UOp* u = lin_[i];
+      if (u->op == Op::RANGE) return false;  // a loop inside: not elementwise over the lanes
+      if (!nodes_[i].needed) continue;
       bool v = std::any_of(u->src().begin(), u->src().end(), varies);
       if (u->op == Op::CONST || u->op == Op::AFTER || u->op == Op::GROUP) {
         if (v) fact(u).varies = true;
@@ -396,6 +418,8 @@ class CRenderer {
       if (!ok) return false;
       make_vec(u);
     }
+    if (i == lin_.size() || lin_[i]->src(1) != lane) return false;
+    l.first = at + 1, l.last = i;
     for (auto [buf, addr] : loaded)
       if (const UOp* st = fact(buf).stored_at; st && st != addr) return false;
     if (size == 0 || width * size % 64 != 0) return false;  // whole vectors at every width (64 bytes at most)

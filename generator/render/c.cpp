@@ -434,9 +434,9 @@ class CRenderer {
   }
 
   std::string_view ex(const UOp* u) const {
-    if (!at(u).rendered)
-      throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
-    return std::string_view(pool_).substr(at(u).expr.at, at(u).expr.size);
+    const Node& n = at(u);
+    if (!n.rendered) throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
+    return {pool_.data() + n.expr.at, n.expr.size};
   }
   // How users spell u: the parts, appended to the pool. None may point into the pool itself.
   template <class... T> void set_expr(const UOp* u, const T&... parts) {

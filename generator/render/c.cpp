@@ -170,33 +170,33 @@ class CRenderer {
   }
 
  private:
-  // uses, the loop depth of every node, and which buffers are written
+  // uses, the loop depth of every node, which buffers are written, and what the stores need
   void analyze() {
-    // every node of the graph is in the linear program (at() finds it there)
-    for (const UOp* u : lin_)
-      for (const UOp* s : u->src())
+    int d = 1;
+    for (size_t i = 0; i < lin_.size(); ++i) {
+      const UOp* u = lin_[i];
+      for (const UOp* s : u->src()) {
+        // every node of the graph is in the linear program (at() finds it there)
         if (lin_[pos_[s->id]] != s)
           throw InternalError("render C: " + std::string(op_name(s->op)) + " is missing from the linear program");
-    // what the stores need; a buffer's size expression is metadata, not code
-    std::vector<const UOp*> stack{lin_.back()};
-    while (!stack.empty()) {
-      const UOp* u = stack.back();
-      stack.pop_back();
-      if (at(u).needed) continue;
-      at(u).needed = true;
+        Node& n = at(s);
+        if (u->op != Op::PARAM && u->op != Op::BUFFER) ++n.uses;
+        n.user = u;  // the last user in program order
+      }
+      if (u->op == Op::END) --d;
+      nodes_[i].depth = d;
+      if (u->op == Op::RANGE) ++d;
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) at(u->src(0)->src(0)).written = true;
+    }
+    // what the stores need: one sweep from the end, as sources come before their users; a
+    // buffer's size expression is metadata, not code
+    nodes_.back().needed = true;
+    for (size_t i = lin_.size(); i-- > 0;) {
+      const UOp* u = lin_[i];
+      if (!nodes_[i].needed) continue;
       uses_core_ |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
       if (u->op == Op::PARAM || u->op == Op::BUFFER) continue;
-      for (const UOp* s : u->src()) stack.push_back(s);
-    }
-    int d = 1;
-    for (const UOp* u : lin_) {
-      if (u->op == Op::END) --d;
-      at(u).depth = d;
-      if (u->op == Op::RANGE) ++d;
-      if (u->op != Op::PARAM && u->op != Op::BUFFER)
-        for (const UOp* s : u->src()) ++at(s).uses;
-      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) at(u->src(0)->src(0)).written = true;
-      for (const UOp* s : u->src()) at(s).user = u;  // the last user in program order
+      for (const UOp* s : u->src()) at(s).needed = true;
     }
   }
 

@@ -8,7 +8,9 @@
 // deterministic.
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <queue>
+#include <span>
 
 #include "generator/codegen/passes.h"
 #include "generator/ir/text.h"
@@ -24,7 +26,9 @@ class Linearizer {
   std::vector<const UOp*> run() {
     uint32_t max_id = 0;
     for (const UOp* u : topo_) max_id = std::max(max_id, u->id);
-    pos_.assign(size_t(max_id) + 1, 0);
+    // not cleared: every node looked up is in the toposort, and clearing a table as large as the
+    // Context costs more than the rest of the pass
+    pos_ = std::make_unique_for_overwrite<uint32_t[]>(size_t(max_id) + 1);
     for (size_t i = 0; i < topo_.size(); ++i) pos_[topo_[i]->id] = uint32_t(i);
     find_loops();
     compute_deps();
@@ -142,11 +146,16 @@ class Linearizer {
     uint32_t scope;  // a range index, or kTop
     const UOp* item;
   };
-  std::vector<const UOp*>& items(uint32_t scope) { return scope == kTop ? top_items_ : items_[scope]; }
+  // The bodies are one array, scope after scope (the top level last), each in the graph's order.
+  size_t body(uint32_t scope) const { return scope == kTop ? ranges_.size() : scope; }
+  std::span<const UOp*> items(uint32_t scope) {
+    size_t k = body(scope);
+    return {items_.data() + items_at_[k], items_at_[k + 1] - items_at_[k]};
+  }
 
   void place_nodes() {
     home_.assign(topo_.size(), Home{kTop, nullptr});
-    items_.assign(ranges_.size(), {});
+    items_at_.assign(ranges_.size() + 2, 0);  // counts first, then where each body starts
     for (const UOp* u : topo_) {
       if (u == sink_) continue;
       Home& h = home_[pos(u)];
@@ -161,13 +170,23 @@ class Linearizer {
         h = {s, u};
       }
       // each node is its own item once; an END stands for its range, which is an item already
-      if (h.item == u) items(h.scope).push_back(u);
+      if (h.item == u) ++items_at_[body(h.scope) + 1];
+    }
+    for (size_t k = 0; k + 1 < items_at_.size(); ++k) items_at_[k + 1] += items_at_[k];
+    items_.resize(items_at_.back());
+    std::vector<uint32_t> fill(items_at_.begin(), items_at_.end() - 1);
+    for (const UOp* u : topo_) {
+      const Home& h = home_[pos(u)];
+      if (u != sink_ && h.item == u) items_[fill[body(h.scope)]++] = u;
     }
   }
 
   void order_items() {
     // dependency edges between items of the same scope, at the scopes where user and source meet
     std::vector<std::pair<uint32_t, uint32_t>> edges;  // (source item, user item) by position
+    size_t most = 0;
+    for (const UOp* u : topo_) most += u->nsrc();
+    edges.reserve(most);
     indeg_.assign(topo_.size(), 0);
     for (const UOp* u : topo_) {
       if (u == sink_) continue;
@@ -190,27 +209,35 @@ class Linearizer {
     for (size_t i = 0; i < topo_.size(); ++i) first[i + 1] += first[i];
     std::vector<uint32_t> fill(first.begin(), first.end() - 1);
     for (const auto& e : edges) succ[fill[e.first]++] = e.second;
-    // within a scope, the ready item that comes first in the graph's order goes first
-    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready;
+    // Within a scope, the ready item that comes first in the graph's order goes first. The list is
+    // in that order, and most edges point forward in it: a cursor walks the list, and only an item
+    // that becomes ready behind the cursor waits in the heap.
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> behind;
     std::vector<const UOp*> sorted;
-    auto sort_scope = [&](std::vector<const UOp*>& list) {
-      for (const UOp* it : list)
-        if (indeg_[pos(it)] == 0) ready.push(pos(it));
+    auto sort_scope = [&](std::span<const UOp*> list) {
       sorted.clear();
-      while (!ready.empty()) {
-        uint32_t it = ready.top();
-        ready.pop();
+      size_t c = 0;  // every ready item before the cursor is in `behind`
+      auto ahead = [&](uint32_t p) { return c < list.size() && p >= pos(list[c]); };
+      while (sorted.size() < list.size()) {
+        while (c < list.size() && indeg_[pos(list[c])] != 0) ++c;
+        uint32_t it;
+        if (!behind.empty() && (c == list.size() || behind.top() < pos(list[c]))) {
+          it = behind.top();
+          behind.pop();
+        } else if (c < list.size()) {
+          it = pos(list[c++]);
+        } else {
+          throw InternalError("linearize: the loop bodies depend on each other in a cycle");
+        }
         sorted.push_back(topo_[it]);
         // every edge joins two items of one scope
         for (uint32_t k = first[it]; k < first[it + 1]; ++k)
-          if (--indeg_[succ[k]] == 0) ready.push(succ[k]);
+          if (--indeg_[succ[k]] == 0 && !ahead(succ[k])) behind.push(succ[k]);
       }
-      if (sorted.size() != list.size())
-        throw InternalError("linearize: the loop bodies depend on each other in a cycle");
-      list.swap(sorted);
+      std::copy(sorted.begin(), sorted.end(), list.begin());
     };
-    sort_scope(top_items_);
-    for (auto& list : items_) sort_scope(list);
+    for (uint32_t r = 0; r < ranges_.size(); ++r) sort_scope(items(r));
+    sort_scope(items(kTop));
   }
 
   void emit(uint32_t scope, std::vector<const UOp*>& out) {
@@ -224,18 +251,18 @@ class Linearizer {
 
   const UOp* sink_;
   std::vector<const UOp*> topo_;
-  std::vector<uint32_t> pos_;       // node id -> toposort position
-  std::vector<uint32_t> range_id_;  // position -> range index (kNone for other nodes)
-  std::vector<const UOp*> ranges_;  // by range index
-  std::vector<const UOp*> end_of_;  // by range index
-  std::vector<uint32_t> parent_;    // by range index: the enclosing loop, or kTop
-  std::vector<size_t> depth_;       // by range index: 1 for an outermost loop
+  std::unique_ptr<uint32_t[]> pos_;  // node id -> toposort position
+  std::vector<uint32_t> range_id_;   // position -> range index (kNone for other nodes)
+  std::vector<const UOp*> ranges_;   // by range index
+  std::vector<const UOp*> end_of_;   // by range index
+  std::vector<uint32_t> parent_;     // by range index: the enclosing loop, or kTop
+  std::vector<size_t> depth_;        // by range index: 1 for an outermost loop
   size_t words_ = 0;
   std::vector<uint64_t> deps_, anc_;  // per node / per range: range bitsets
   std::vector<Home> home_;            // by position
   std::vector<uint32_t> indeg_;       // by position
-  std::vector<const UOp*> top_items_;
-  std::vector<std::vector<const UOp*>> items_;  // by range index: the loop's body
+  std::vector<const UOp*> items_;     // the loop bodies (items())
+  std::vector<uint32_t> items_at_;    // by body(): where the body starts in items_, and one past the last
 };
 
 }  // namespace

@@ -3,16 +3,48 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <concepts>
+#include <cstring>
 #include <limits>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 namespace kiln::render {
 
 namespace {
 
-std::string ctype(DType d) {
+// The renderer appends its C piece by piece to one string, cat(s, "const ", t, " val", n, ...),
+// instead of concatenating temporary strings: rendering is a visible share of a compile. cat grows
+// the string once for all its pieces, then copies them in (no per-piece length checks).
+size_t most(std::string_view v) { return v.size(); }
+size_t most(char) { return 1; }
+template <size_t N> size_t most(const char (&)[N]) { return N - 1; }
+template <std::integral I> size_t most(I) { return 20; }  // digits and sign of any 64-bit integer
+
+char* write(char* p, std::string_view v) {
+  if (!v.empty()) std::memcpy(p, v.data(), v.size());
+  return p + v.size();
+}
+char* write(char* p, char c) {
+  *p = c;
+  return p + 1;
+}
+template <size_t N> char* write(char* p, const char (&lit)[N]) {
+  std::memcpy(p, lit, N - 1);  // a literal: a fixed size, copied inline
+  return p + N - 1;
+}
+template <std::integral I> char* write(char* p, I v) { return std::to_chars(p, p + 20, v).ptr; }
+
+// No piece may point into s itself (growing s may move it).
+template <class... T> void cat(std::string& s, const T&... parts) {
+  size_t n = s.size();
+  s.resize(n + (most(parts) + ...));
+  char* p = s.data() + n;
+  ((p = write(p, parts)), ...);
+  s.resize(size_t(p - s.data()));
+}
+template <class T> void put(std::string& s, const T& part) { cat(s, part); }
+
+std::string_view ctype(DType d) {
   if (d.count != 1) throw InternalError("render C: vector dtype " + to_string(d) + " (devectorize first)");
   switch (d.scalar) {
     case Scalar::Bool:
@@ -46,36 +78,33 @@ std::string ctype(DType d) {
   }
 }
 
-std::string unsigned_of(DType d) { return "u" + ctype(d); }
-
 // the type a buffer stores: bfloat16 travels as its 16 bits
-std::string stype(DType d) { return d == dtypes::bfloat16 ? "uint16_t" : ctype(d); }
+std::string_view stype(DType d) { return d == dtypes::bfloat16 ? "uint16_t" : ctype(d); }
 
-std::string round_bf16(DType d, std::string e) { return d == dtypes::bfloat16 ? "kiln_bf16_round(" + e + ")" : e; }
-
-std::string float_literal(double v, DType d) {
-  if (std::isnan(v)) return "NAN";
-  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+void float_literal(std::string& s, double v, DType d) {
+  if (std::isnan(v)) return put(s, "NAN");
+  if (std::isinf(v)) return put(s, v > 0 ? "INFINITY" : "(-INFINITY)");
   char buf[64];
   std::to_chars_result r =
       d == dtypes::float64 ? std::to_chars(buf, buf + sizeof buf, v) : std::to_chars(buf, buf + sizeof buf, float(v));
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  if (d == dtypes::float64) return s;
-  s += "f";
-  return d == dtypes::float32 ? s : "((" + ctype(d) + ")" + s + ")";
+  std::string_view num(buf, size_t(r.ptr - buf));
+  std::string_view point = num.find_first_of(".e") == std::string_view::npos ? ".0" : "";
+  if (d == dtypes::float64) return cat(s, num, point);
+  if (d == dtypes::float32) return cat(s, num, point, 'f');
+  cat(s, "((", ctype(d), ')', num, point, "f)");
 }
 
-std::string int_literal(int64_t v, DType d) {
-  if (is_bool(d)) return v ? "1" : "0";
-  if (d == dtypes::uint64) return std::to_string(uint64_t(v)) + "ull";
+void int_literal(std::string& s, int64_t v, DType d) {
+  if (is_bool(d)) return put(s, v ? '1' : '0');
+  if (d == dtypes::uint64) return cat(s, uint64_t(v), "ull");
   if (d == dtypes::int64) {
-    if (v == std::numeric_limits<int64_t>::min()) return "INT64_MIN";
-    return std::to_string(v) + "ll";
+    if (v == std::numeric_limits<int64_t>::min()) return put(s, "INT64_MIN");
+    return cat(s, v, "ll");
   }
-  if (v == std::numeric_limits<int32_t>::min()) return "INT32_MIN";
-  std::string s = std::to_string(v) + (d == dtypes::uint32 ? "u" : "");
-  return bitsize(d) < 32 ? "((" + ctype(d) + ")" + s + ")" : s;
+  if (v == std::numeric_limits<int32_t>::min()) return put(s, "INT32_MIN");
+  std::string_view u = d == dtypes::uint32 ? "u" : "";
+  if (bitsize(d) < 32) return cat(s, "((", ctype(d), ')', v, u, ')');
+  cat(s, v, u);
 }
 
 bool identifier(std::string_view s) {
@@ -90,27 +119,28 @@ bool identifier(std::string_view s) {
 // AVX 32, otherwise 16). A loop of W lanes runs W / lanes-per-vector chunks, unrolled, so the same
 // C is right for every ISA the consumer compiles it for. Values of 4 or 8 bytes only, one size
 // per loop (a comparison's mask has the size of what it compares).
-std::string vsuffix(DType d) {
+std::string_view vector_type(DType d) {  // "kiln_" alone: none
   switch (d.scalar) {
     case Scalar::Float32:
-      return "vf32";
+      return "kiln_vf32";
     case Scalar::Int32:
-      return "vi32";
+      return "kiln_vi32";
     case Scalar::Uint32:
-      return "vu32";
+      return "kiln_vu32";
     case Scalar::Float64:
-      return "vf64";
+      return "kiln_vf64";
     case Scalar::Int64:
-      return "vi64";
+      return "kiln_vi64";
     case Scalar::Uint64:
-      return "vu64";
+      return "kiln_vu64";
     default:
-      return "";
+      return "kiln_";
   }
 }
+std::string_view vsuffix(DType d) { return vector_type(d).substr(5); }  // vf32, ...: the helpers' suffix
 
 // lanes per vector of elements of `size` bytes
-std::string lanes_macro(int size) { return size == 8 ? "KILN_V64" : "KILN_V32"; }
+std::string_view lanes_macro(int size) { return size == 8 ? "KILN_V64" : "KILN_V32"; }
 
 class CRenderer {
  public:
@@ -119,54 +149,59 @@ class CRenderer {
 
   std::string run() {
     uint32_t max_id = 0;
-    for (const UOp* u : lin_) max_id = std::max(max_id, u->id);  // sources are older than their users
-    size_t n = size_t(max_id) + 1;
-    depth_.assign(n, 0), uses_.assign(n, 0), user_.assign(n, nullptr), expr_.resize(n);
-    rendered_.assign(n, 0), written_.assign(n, 0), needed_.assign(n, 0);
-    vec_.assign(n, 0), lane_size_.assign(n, 0), vbuf_.assign(n, 0);
+    for (const UOp* u : lin_) max_id = std::max(max_id, u->id);
+    pos_.assign(size_t(max_id) + 1, 0);
+    for (size_t i = 0; i < lin_.size(); ++i) pos_[lin_[i]->id] = uint32_t(i);
+    nodes_.assign(lin_.size(), Node{});
     analyze();
     plan_lanes();
     out_.clear();
+    out_.reserve(32 * lin_.size() + 256);
+    pool_.reserve(16 * lin_.size());
     if (vector_loops_ > 0)
       out_ +=
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
-    out_ += "void " + name_ + "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n" +
-            "  (void)bufs;\n  (void)vars;\n  (void)cores;\n";
+    cat(out_, "void ", name_, "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n",
+        "  (void)bufs;\n  (void)vars;\n  (void)cores;\n");
     if (!uses_core_) out_ += "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n";
     for (const UOp* u : lin_)
-      if (needed_[u->id]) line(u);
-    return out_;
+      if (at(u).needed) line(u);
+    return std::move(out_);
   }
 
  private:
-  // uses, the loop depth of every node, and which buffers are written. The tables are dense by node
-  // id: every node of the graph is in the linear program.
+  // uses, the loop depth of every node, which buffers are written, and what the stores need
   void analyze() {
-    // what the stores need; a buffer's size expression is metadata, not code
-    std::vector<const UOp*> stack{lin_.back()};
-    while (!stack.empty()) {
-      const UOp* u = stack.back();
-      stack.pop_back();
-      if (needed_[u->id]) continue;
-      needed_[u->id] = 1;
+    int d = 1;
+    for (size_t i = 0; i < lin_.size(); ++i) {
+      const UOp* u = lin_[i];
+      for (const UOp* s : u->src()) {
+        // every node of the graph is in the linear program (at() finds it there)
+        if (lin_[pos_[s->id]] != s)
+          throw InternalError("render C: " + std::string(op_name(s->op)) + " is missing from the linear program");
+        Node& n = at(s);
+        if (u->op != Op::PARAM && u->op != Op::BUFFER) ++n.uses;
+        n.user = u;  // the last user in program order
+      }
+      if (u->op == Op::END) --d;
+      nodes_[i].depth = d;
+      if (u->op == Op::RANGE) ++d;
+      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) at(u->src(0)->src(0)).written = true;
+    }
+    // what the stores need: one sweep from the end, as sources come before their users; a
+    // buffer's size expression is metadata, not code
+    nodes_.back().needed = true;
+    for (size_t i = lin_.size(); i-- > 0;) {
+      const UOp* u = lin_[i];
+      if (!nodes_[i].needed) continue;
       uses_core_ |= u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == ".core";
       if (u->op == Op::PARAM || u->op == Op::BUFFER) continue;
-      for (const UOp* s : u->src()) stack.push_back(s);
-    }
-    int d = 1;
-    for (const UOp* u : lin_) {
-      if (u->op == Op::END) --d;
-      depth_[u->id] = d;
-      if (u->op == Op::RANGE) ++d;
-      if (u->op != Op::PARAM && u->op != Op::BUFFER)
-        for (const UOp* s : u->src()) ++uses_[s->id];
-      if (u->op == Op::STORE && u->src(0)->op == Op::INDEX) written_[u->src(0)->src(0)->id] = 1;
-      for (const UOp* s : u->src()) user_[s->id] = u;  // the last user in program order
+      for (const UOp* s : u->src()) at(s).needed = true;
     }
   }
 
-  // Which Lane loops are written as vectors (see vsuffix). A loop qualifies when every node in its
-  // body varies with the lane and is one of: integer index math affine in the lane; a load or
+  // Which Lane loops are written as vectors (see vector_type). A loop qualifies when every node in
+  // its body varies with the lane and is one of: integer index math affine in the lane; a load or
   // store of consecutive elements (an input or output read at stride 1 with no gate, or an
   // accumulator of one element per lane); arithmetic, comparisons, selects and casts of such
   // values. Lanes must not see each other's elements: a buffer the loop stores to is read only
@@ -182,27 +217,32 @@ class CRenderer {
       l.range = r;
       if (plan_lane_loop(i, l)) loops.push_back(std::move(l));
     }
-    std::unordered_set<const UOp*> in_vector, scalar_stored;
-    for (const LaneLoop& l : loops) in_vector.insert(l.body.begin(), l.body.end());
+    if (loops.empty()) return;
+    std::vector<uint8_t> in_vector(lin_.size(), 0), scalar_stored(lin_.size(), 0);  // by position
+    auto store_is_scalar = [&](const UOp* store) {
+      if (const UOp* b = register_of(store->src(0))) scalar_stored[pos_[b->id]] = 1;
+    };
+    for (const LaneLoop& l : loops)
+      for (size_t i = l.first; i < l.last; ++i) in_vector[i] = nodes_[i].needed;
     for (const UOp* u : lin_)
-      if (u->op == Op::STORE && !in_vector.contains(u)) scalar_stored.insert(register_of(u->src(0)));
+      if (u->op == Op::STORE && !in_vector[pos_[u->id]]) store_is_scalar(u);
     for (bool changed = true; changed;) {
       changed = false;
       for (LaneLoop& l : loops) {
         if (l.size == 0) continue;
-        if (std::none_of(l.buffers.begin(), l.buffers.end(), [&](const UOp* b) { return scalar_stored.contains(b); }))
+        if (std::none_of(l.buffers.begin(), l.buffers.end(), [&](const UOp* b) { return scalar_stored[pos_[b->id]]; }))
           continue;
         l.size = 0, changed = true;  // its stores are scalar stores now
-        for (const UOp* u : l.body)
-          if (u->op == Op::STORE) scalar_stored.insert(register_of(u->src(0)));
+        for (size_t i = l.first; i < l.last; ++i)
+          if (nodes_[i].needed && lin_[i]->op == Op::STORE) store_is_scalar(lin_[i]);
       }
     }
     for (const LaneLoop& l : loops) {
       if (l.size == 0) continue;
-      lane_size_[l.range->id] = l.size;
+      at(l.range).lane_size = uint8_t(l.size);
       ++vector_loops_;
-      for (const UOp* u : l.vec) vec_[u->id] = 1;
-      for (const UOp* b : l.buffers) vbuf_[b->id] = l.size;
+      for (const UOp* u : l.vec) at(u).vec = true;
+      for (const UOp* b : l.buffers) at(b).vbuf = uint8_t(l.size);
     }
   }
 
@@ -216,26 +256,35 @@ class CRenderer {
 
   struct LaneLoop {
     const UOp* range = nullptr;
-    int size = 0;                       // the element size of its vectors
-    std::vector<const UOp*> body, vec;  // its nodes; those that are vectors
-    std::vector<const UOp*> buffers;    // the accumulators it keeps as vectors
+    int size = 0;                     // the element size of its vectors
+    size_t first = 0, last = 0;       // its body: lin_[first, last) (the nodes needed)
+    std::vector<const UOp*> vec;      // the nodes that are vectors
+    std::vector<const UOp*> buffers;  // the accumulators it keeps as vectors
   };
+
+  // What plan_lane_loop knows of a node, by position (a table, not hash sets: it runs per compile).
+  // An entry counts only in the loop whose stamp it carries; others read as fresh.
+  struct LaneFact {
+    uint32_t stamp = 0;
+    bool varies = false, vec = false, has_stride = false;
+    int64_t stride = 0;              // the lane stride of index math (when has_stride)
+    const UOp* stored_at = nullptr;  // a buffer's address where the loop stores it
+  };
+  LaneFact& fact(const UOp* u) {
+    LaneFact& f = facts_[pos_[u->id]];
+    if (f.stamp != stamp_) f = LaneFact{stamp_};
+    return f;
+  }
 
   // whether the Lane loop at lin_[at] can be written as vectors, and how (in `l`)
   bool plan_lane_loop(size_t at, LaneLoop& l) {
     const UOp* lane = lin_[at];
     int64_t width = lane->src(0)->ival();
     std::vector<const UOp*>& buffers = l.buffers;
-    std::vector<const UOp*>& body = l.body;
-    size_t i = at + 1;
-    for (; i < lin_.size() && lin_[i]->op != Op::END; ++i) {
-      if (lin_[i]->op == Op::RANGE) return false;  // a loop inside: not elementwise over the lanes
-      if (needed_[lin_[i]->id]) body.push_back(lin_[i]);
-    }
-    if (i == lin_.size() || lin_[i]->src(1) != lane) return false;
-    std::unordered_set<const UOp*> varies{lane}, vec;
-    std::unordered_map<const UOp*, int64_t> stride{{lane, 1}};
-    std::unordered_map<const UOp*, const UOp*> stored_at;   // buffer -> the address the loop stores it at
+    if (facts_.empty()) facts_.resize(lin_.size());
+    ++stamp_;
+    LaneFact& lf = fact(lane);
+    lf.varies = lf.has_stride = true, lf.stride = 1;
     std::vector<std::pair<const UOp*, const UOp*>> loaded;  // (buffer, address)
     int size = 0;
     auto elem = [&](DType d) {  // a vector element: the loop's one size
@@ -244,7 +293,13 @@ class CRenderer {
       size = b;
       return true;
     };
-    auto is_vec = [&](const UOp* s) { return vec.contains(s); };
+    auto varies = [&](const UOp* s) { return fact(s).varies; };
+    auto is_vec = [&](const UOp* s) { return fact(s).vec; };
+    auto stride = [&](const UOp* s) { return fact(s).has_stride ? fact(s).stride : 0; };
+    auto make_vec = [&](const UOp* u) {
+      fact(u).vec = true;
+      l.vec.push_back(u);
+    };
     // an INDEX the loop reads or writes one vector at: the buffer (through AFTER) or null
     auto access = [&](const UOp* idx) -> const UOp* {
       if (idx->op != Op::INDEX || idx->nsrc() != 2) return nullptr;
@@ -252,20 +307,25 @@ class CRenderer {
       while (buf->op == Op::AFTER) buf = buf->src(0);
       const UOp* addr = idx->src(1);
       if (buf->op == Op::PARAM) {
-        auto st = stride.find(addr);
-        return st != stride.end() && st->second == 1 && !vec.contains(addr) ? buf : nullptr;
+        const LaneFact& a = fact(addr);
+        return a.has_stride && a.stride == 1 && !a.vec ? buf : nullptr;
       }
       if (buf->op == Op::BUFFER && addr == lane && buf->arg<ParamArg>().size == width) return buf;
       return nullptr;
     };
-    for (const UOp* u : body) {
-      bool v = std::any_of(u->src().begin(), u->src().end(), [&](const UOp* s) { return varies.contains(s); });
+    // the body, checked as it is read: most loops fail early
+    size_t i = at + 1;
+    for (; i < lin_.size() && lin_[i]->op != Op::END; ++i) {
+      const UOp* u = lin_[i];
+      if (u->op == Op::RANGE) return false;  // a loop inside: not elementwise over the lanes
+      if (!nodes_[i].needed) continue;
+      bool v = std::any_of(u->src().begin(), u->src().end(), varies);
       if (u->op == Op::CONST || u->op == Op::AFTER || u->op == Op::GROUP) {
-        if (v) varies.insert(u);
+        if (v) fact(u).varies = true;
         continue;
       }
       if (!v) return false;  // loop-carried work that is not per lane (a scalar accumulator)
-      varies.insert(u);
+      fact(u).varies = true;
       bool any_vec = std::any_of(u->src().begin(), u->src().end(), is_vec);
       switch (u->op) {
         case Op::INDEX:
@@ -275,15 +335,16 @@ class CRenderer {
           if (!buf || !elem(u->dtype)) return false;
           if (buf->op == Op::PARAM) loaded.push_back({buf, u->src(0)->src(1)});
           if (buf->op == Op::BUFFER) buffers.push_back(buf);
-          vec.insert(u);
+          make_vec(u);
           continue;
         }
         case Op::STORE: {
           const UOp* buf = access(u->src(0));
           if (!buf || !elem(u->src(0)->dtype)) return false;
           if (buf->op == Op::PARAM) {
-            auto [it, fresh] = stored_at.emplace(buf, u->src(0)->src(1));
-            if (!fresh && it->second != u->src(0)->src(1)) return false;
+            const UOp*& at_addr = fact(buf).stored_at;
+            if (at_addr && at_addr != u->src(0)->src(1)) return false;
+            at_addr = u->src(0)->src(1);
           }
           if (buf->op == Op::BUFFER) buffers.push_back(buf);
           continue;
@@ -292,26 +353,29 @@ class CRenderer {
           break;
       }
       if (!any_vec && is_int(u->dtype)) {  // index math: affine in the lane
-        int64_t s0 = stride.contains(u->src(0)) ? stride[u->src(0)] : 0;
-        int64_t s1 = u->nsrc() > 1 && stride.contains(u->src(1)) ? stride[u->src(1)] : 0;
+        int64_t s0 = stride(u->src(0));
+        int64_t s1 = u->nsrc() > 1 ? stride(u->src(1)) : 0;
         auto konst = [&](size_t k) { return u->nsrc() > k && u->src(k)->op == Op::CONST; };
+        int64_t su = 0;
         if (u->op == Op::ADD) {
-          stride[u] = s0 + s1;
+          su = s0 + s1;
         } else if (u->op == Op::SUB) {
-          stride[u] = s0 - s1;
+          su = s0 - s1;
         } else if (u->op == Op::MUL && (konst(0) || konst(1))) {
-          stride[u] = konst(1) ? s0 * u->src(1)->ival() : s1 * u->src(0)->ival();
+          su = konst(1) ? s0 * u->src(1)->ival() : s1 * u->src(0)->ival();
         } else if (u->op == Op::CAST && is_int(u->src(0)->dtype) && u->vmin().i == u->src(0)->vmin().i &&
                    u->vmax().i == u->src(0)->vmax().i) {
-          stride[u] = s0;  // every value fits: the same numbers
+          su = s0;  // every value fits: the same numbers
         } else {
           return false;
         }
+        LaneFact& f = fact(u);
+        f.has_stride = true, f.stride = su;
         continue;
       }
       // a vector value: every operand that varies is a vector
       for (const UOp* s : u->src())
-        if (varies.contains(s) && !vec.contains(s)) return false;
+        if (varies(s) && !is_vec(s)) return false;
       bool ok = false;
       if (is_bool(u->dtype)) {
         ok = u->op == Op::CMPLT || u->op == Op::CMPNE || u->op == Op::CMPEQ
@@ -341,7 +405,7 @@ class CRenderer {
             ok = !flt;
             break;
           case Op::WHERE:
-            ok = !vec.contains(u->src(0)) || itemsize(u->dtype) == size;
+            ok = !is_vec(u->src(0)) || itemsize(u->dtype) == size;
             break;
           case Op::CAST:
           case Op::BITCAST:
@@ -352,47 +416,48 @@ class CRenderer {
         }
       }
       if (!ok) return false;
-      vec.insert(u);
+      make_vec(u);
     }
+    if (i == lin_.size() || lin_[i]->src(1) != lane) return false;
+    l.first = at + 1, l.last = i;
     for (auto [buf, addr] : loaded)
-      if (auto it = stored_at.find(buf); it != stored_at.end() && it->second != addr) return false;
+      if (const UOp* st = fact(buf).stored_at; st && st != addr) return false;
     if (size == 0 || width * size % 64 != 0) return false;  // whole vectors at every width (64 bytes at most)
     l.size = size;
-    l.vec.assign(vec.begin(), vec.end());
     return true;
   }
 
-  void emit(const UOp* at, const std::string& s) {
-    out_.append(size_t(2 * depth_[at->id]), ' ');
-    out_ += s;
-    out_ += '\n';
+  // Starts a line of C at u's loop depth; the caller appends the rest, newline included.
+  std::string& line_at(const UOp* u) {
+    out_.append(size_t(2 * at(u).depth), ' ');
+    return out_;
   }
 
-  const std::string& ex(const UOp* u) {
-    if (!rendered_[u->id])
-      throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
-    return expr_[u->id];
+  std::string_view ex(const UOp* u) const {
+    const Node& n = at(u);
+    if (!n.rendered) throw InternalError("render C: " + std::string(op_name(u->op)) + " used before it is rendered");
+    return {pool_.data() + n.expr.at, n.expr.size};
   }
-  void set_expr(const UOp* u, std::string e) {
-    expr_[u->id] = std::move(e);
-    rendered_[u->id] = 1;
+  // How users spell u: the parts, appended to the pool. None may point into the pool itself.
+  template <class... T> void set_expr(const UOp* u, const T&... parts) {
+    size_t start = pool_.size();
+    cat(pool_, parts...);
+    Node& n = at(u);
+    n.expr = {uint32_t(start), uint32_t(pool_.size() - start)};
+    n.rendered = true;
   }
 
-  // a value: inlined into its single user at the same depth, else a named local
-  void value(const UOp* u, std::string e, const char* prefix) {
-    bool inline_it = uses_[u->id] == 1 && single_user_same_depth(u);
-    if (inline_it) {
-      set_expr(u, "(" + e + ")");
-      return;
-    }
-    std::string n = prefix + std::to_string(counter_++);
-    emit(u, "const " + (vec_[u->id] ? vtype(u->dtype) : ctype(u->dtype)) + " " + n + " = " + e + ";");
-    set_expr(u, n);
+  // a value, the expression in e_: inlined into its single user at the same depth, else a named local
+  void value(const UOp* u, std::string_view prefix) {
+    if (at(u).uses == 1 && single_user_same_depth(u)) return set_expr(u, '(', e_, ')');
+    int n = counter_++;
+    cat(line_at(u), "const ", at(u).vec ? vtype(u->dtype) : ctype(u->dtype), ' ', prefix, n, " = ", e_, ";\n");
+    set_expr(u, prefix, n);
   }
 
   bool single_user_same_depth(const UOp* u) {
-    const UOp* user = user_[u->id];
-    return user && depth_[user->id] == depth_[u->id] && user->op != Op::END;
+    const UOp* user = at(u).user;
+    return user && at(user).depth == at(u).depth && user->op != Op::END;
   }
 
   // integer ops whose result range analysis cannot bound inside the dtype wrap via unsigned
@@ -403,63 +468,71 @@ class CRenderer {
     return u->vmin().i == int_min(u->dtype) || u->vmax().i == int_max(u->dtype);
   }
 
-  std::string alu(const UOp* u) {
+  // appends an ALU node's expression to e
+  void alu(const UOp* u, std::string& e) {
     DType d = u->dtype;
     auto s = [&](size_t i) { return ex(u->src(i)); };
     bool flt = is_float(d);
-    std::string f = d == dtypes::float64 ? "" : "f";
-    auto fn = [&](const char* name) {
-      if (d == dtypes::float16) return "(_Float16)" + std::string(name) + "f((float)" + s(0) + ")";
-      return std::string(name) + f + "(" + s(0) + ")";
+    std::string_view f = d == dtypes::float64 ? "" : "f";
+    auto fn = [&](std::string_view name) {
+      if (d == dtypes::float16) return cat(e, "(_Float16)", name, "f((float)", s(0), ')');
+      cat(e, name, f, '(', s(0), ')');
     };
-    auto wrap = [&](const char* op) {
-      if (!may_overflow(u)) return s(0) + " " + op + " " + s(1);
-      std::string ut = unsigned_of(d);
-      return "(" + ctype(d) + ")((" + ut + ")" + s(0) + " " + op + " (" + ut + ")" + s(1) + ")";
+    // op is spaced (" + "); with `wrap` the integer math goes through unsigned when it may overflow
+    auto binary = [&](std::string_view op) { cat(e, s(0), op, s(1)); };
+    auto wrap = [&](std::string_view op) {
+      if (!may_overflow(u)) return binary(op);
+      cat(e, '(', ctype(d), ")((u", ctype(d), ')', s(0), op, "(u", ctype(d), ')', s(1), ')');
     };
-    auto narrow = [&](std::string e) { return is_int(d) && bitsize(d) < 32 ? "(" + ctype(d) + ")(" + e + ")" : e; };
+    // ints narrower than int are computed in int: the result is cast back
+    bool narrow = is_int(d) && bitsize(d) < 32;
+    auto narrowed = [&](auto body) {
+      if (narrow) cat(e, '(', ctype(d), ")(");
+      body();
+      if (narrow) e += ')';
+    };
     switch (u->op) {
       case Op::ADD:
-        return narrow(flt ? s(0) + " + " + s(1) : wrap("+"));
+        return narrowed([&] { wrap(" + "); });
       case Op::SUB:
-        return narrow(flt ? s(0) + " - " + s(1) : wrap("-"));
+        return narrowed([&] { wrap(" - "); });
       case Op::MUL:
-        return narrow(flt ? s(0) + " * " + s(1) : wrap("*"));
+        return narrowed([&] { wrap(" * "); });
       case Op::NEG:
-        if (!flt && may_overflow(u)) return "(" + ctype(d) + ")(0u - (" + unsigned_of(d) + ")" + s(0) + ")";
-        return narrow("-" + s(0));
+        if (!flt && may_overflow(u)) return cat(e, '(', ctype(d), ")(0u - (u", ctype(d), ')', s(0), ')');
+        return narrowed([&] { cat(e, '-', s(0)); });
       case Op::FDIV:
-        return s(0) + " / " + s(1);
+        return binary(" / ");
       case Op::CDIV:
-        return narrow(s(0) + " / " + s(1));
+        return narrowed([&] { binary(" / "); });
       case Op::CMOD:
-        return narrow(s(0) + " % " + s(1));
+        return narrowed([&] { binary(" % "); });
       case Op::FLOORDIV:
-        return "kiln_floordiv_" + std::string(bitsize(d) == 64 ? "i64" : "i32") + "(" + s(0) + ", " + s(1) + ")";
+        return cat(e, "kiln_floordiv_", bitsize(d) == 64 ? "i64" : "i32", '(', s(0), ", ", s(1), ')');
       case Op::FLOORMOD:
-        return "kiln_floormod_" + std::string(bitsize(d) == 64 ? "i64" : "i32") + "(" + s(0) + ", " + s(1) + ")";
+        return cat(e, "kiln_floormod_", bitsize(d) == 64 ? "i64" : "i32", '(', s(0), ", ", s(1), ')');
       case Op::MAX:
-        if (flt) return "kiln_max" + std::string(d == dtypes::float64 ? "d" : "f") + "(" + s(0) + ", " + s(1) + ")";
-        return s(0) + " > " + s(1) + " ? " + s(0) + " : " + s(1);
+        if (flt) return cat(e, "kiln_max", d == dtypes::float64 ? 'd' : 'f', '(', s(0), ", ", s(1), ')');
+        return cat(e, s(0), " > ", s(1), " ? ", s(0), " : ", s(1));
       case Op::CMPLT:
-        return s(0) + " < " + s(1);
+        return binary(" < ");
       case Op::CMPNE:
-        return s(0) + " != " + s(1);
+        return binary(" != ");
       case Op::CMPEQ:
-        return s(0) + " == " + s(1);
+        return binary(" == ");
       case Op::AND:
-        return narrow(s(0) + " & " + s(1));
+        return narrowed([&] { binary(" & "); });
       case Op::OR:
-        return narrow(s(0) + " | " + s(1));
+        return narrowed([&] { binary(" | "); });
       case Op::XOR:
-        return narrow(s(0) + " ^ " + s(1));
+        return narrowed([&] { binary(" ^ "); });
       case Op::SHL:
-        return narrow(may_overflow(u) ? "(" + ctype(d) + ")((" + unsigned_of(d) + ")" + s(0) + " << " + s(1) + ")"
-                                      : s(0) + " << " + s(1));
+        if (may_overflow(u)) return cat(e, '(', ctype(d), ")((u", ctype(d), ')', s(0), " << ", s(1), ')');
+        return narrowed([&] { binary(" << "); });
       case Op::SHR:
-        return narrow(s(0) + " >> " + s(1));
+        return narrowed([&] { binary(" >> "); });
       case Op::WHERE:
-        return s(0) + " ? " + s(1) + " : " + s(2);
+        return cat(e, s(0), " ? ", s(1), " : ", s(2));
       case Op::EXP2:
         return fn("exp2");
       case Op::LOG2:
@@ -469,191 +542,208 @@ class CRenderer {
       case Op::SQRT:
         return fn("sqrt");
       case Op::TRUNC:
-        return flt ? fn("trunc") : s(0);
+        if (flt) return fn("trunc");
+        return put(e, s(0));
       case Op::RECIPROCAL:
-        return float_literal(1.0, d) + " / " + s(0);
+        float_literal(e, 1.0, d);
+        return cat(e, " / ", s(0));
       case Op::POW:
-        if (d == dtypes::float16) return "(_Float16)powf((float)" + s(0) + ", (float)" + s(1) + ")";
-        return "pow" + f + "(" + s(0) + ", " + s(1) + ")";
+        if (d == dtypes::float16) return cat(e, "(_Float16)powf((float)", s(0), ", (float)", s(1), ')');
+        return cat(e, "pow", f, '(', s(0), ", ", s(1), ')');
       default:
         throw InternalError("render C: ALU op " + std::string(op_name(u->op)) + " (decompose it first)");
     }
   }
 
-  // the element an INDEX addresses, and its gate ("" when always valid)
-  std::pair<std::string, std::string> address(const UOp* idx) {
-    const UOp* buf = idx->src(0);
+  // an INDEX's gate (null when always valid) and the index it guards
+  static std::pair<const UOp*, const UOp*> gated(const UOp* idx) {
     const UOp* i = idx->src(1);
-    std::string gate;
-    if (i->op == Op::WHERE && i->src(2)->is_invalid()) {
-      gate = ex(i->src(0));
-      i = i->src(1);
-    }
-    const UOp* b = buf;
-    while (b->op == Op::AFTER) b = b->src(0);
-    if (b->op == Op::BUFFER && vbuf_[b->id]) {  // one element of an accumulator of vectors
-      std::string v = lanes_macro(vbuf_[b->id]);
-      return {buffer_of(buf) + "[" + ex(i) + " / " + v + "][" + ex(i) + " % " + v + "]", gate};
-    }
-    return {buffer_of(buf) + "[" + ex(i) + "]", gate};
+    if (i->op == Op::WHERE && i->src(2)->is_invalid()) return {i->src(0), i->src(1)};
+    return {nullptr, i};
   }
 
-  std::string buffer_of(const UOp* p) {  // through AFTER to the accumulator
+  // appends the element of buffer `buf` at index i (one element of an accumulator of vectors is
+  // its vector's lane)
+  void address(std::string& o, const UOp* buf, const UOp* i) {
+    const UOp* b = buf;
+    while (b->op == Op::AFTER) b = b->src(0);
+    if (b->op == Op::BUFFER && at(b).vbuf) {
+      std::string_view v = lanes_macro(at(b).vbuf);
+      return cat(o, ex(b), '[', ex(i), " / ", v, "][", ex(i), " % ", v, ']');
+    }
+    cat(o, ex(b), '[', ex(i), ']');
+  }
+
+  std::string_view buffer_of(const UOp* p) {  // through AFTER to the accumulator
     while (p->op == Op::AFTER) p = p->src(0);
     return ex(p);
   }
 
   void line(const UOp* u) {
-    if (lane_ && (vec_[u->id] || u->op == Op::STORE)) {
-      vector_line(u);
-      return;
-    }
+    if (lane_ && (at(u).vec || u->op == Op::STORE)) return vector_line(u);
+    DType d = u->dtype;
     switch (u->op) {
       case Op::SINK:
         out_ += "}\n";
         return;
       case Op::CONST:
         if (u->is_invalid()) return;
-        set_expr(u, is_float(u->dtype) ? float_literal(u->cval().f, u->dtype) : int_literal(u->cval().i, u->dtype));
-        return;
+        e_.clear();
+        if (is_float(d))
+          float_literal(e_, u->cval().f, d);
+        else
+          int_literal(e_, u->cval().i, d);
+        return set_expr(u, e_);
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
-        std::string n = "data" + std::to_string(pa.slot);
-        std::string t = stype(u->dtype.elem());
-        std::string cq = written_[u->id] ? "" : "const ";
-        emit(u, cq + t + "* restrict " + n + " = (" + cq + t + "*)bufs[" + std::to_string(pa.slot) + "];  /* " +
-                    std::string(pa.name) + " */");
-        set_expr(u, n);
-        return;
+        std::string_view t = stype(d.elem()), cq = at(u).written ? "" : "const ";
+        cat(line_at(u), cq, t, "* restrict data", pa.slot, " = (", cq, t, "*)bufs[", pa.slot, "];  /* ", pa.name,
+            " */\n");
+        return set_expr(u, "data", pa.slot);
       }
       case Op::DEFINE_VAR: {
         std::string_view vn = u->arg<VarArg>().name;
         if (vn == ".core" || vn == ".cores") {  // the function's own arguments
-          std::string arg(vn.substr(1));
-          emit(u, "const " + ctype(u->dtype) + " var_" + arg + " = (" + ctype(u->dtype) + ")" + arg + ";");
-          set_expr(u, "var_" + arg);
-          return;
+          std::string_view arg = vn.substr(1), t = ctype(d);
+          cat(line_at(u), "const ", t, " var_", arg, " = (", t, ')', arg, ";\n");
+          return set_expr(u, "var_", arg);
         }
         size_t j = 0;
         while (j < vars_.size() && vars_[j]->arg<VarArg>().name != vn) ++j;
         if (j == vars_.size())
           throw InternalError("render C: variable " + std::string(vn) + " is not a kernel argument");
-        std::string n = identifier(vn) ? "var_" + std::string(vn) : "var" + std::to_string(j);
-        emit(u, "const " + ctype(u->dtype) + " " + n + " = (" + ctype(u->dtype) + ")vars[" + std::to_string(j) + "];");
-        set_expr(u, n);
-        return;
+        e_.clear();
+        if (identifier(vn))
+          cat(e_, "var_", vn);
+        else
+          cat(e_, "var", j);
+        std::string_view t = ctype(d);
+        cat(line_at(u), "const ", t, ' ', e_, " = (", t, ")vars[", j, "];\n");
+        return set_expr(u, e_);
       }
       case Op::BUFFER: {  // an accumulator register
-        std::string n = "acc" + std::to_string(u->arg<ParamArg>().slot);
-        int64_t size = u->arg<ParamArg>().size;
-        if (int vsize = vbuf_[u->id])  // an array of vectors, one element per lane
-          emit(u, vtype(u->dtype.elem()) + " " + n + "[" + std::to_string(size) + " / " + lanes_macro(vsize) + "];");
+        const auto& pa = u->arg<ParamArg>();
+        if (int vsize = at(u).vbuf)  // an array of vectors, one element per lane
+          cat(line_at(u), vtype(d.elem()), " acc", pa.slot, '[', pa.size, " / ", lanes_macro(vsize), "];\n");
+        else if (pa.size > 1)
+          cat(line_at(u), ctype(d.elem()), " acc", pa.slot, '[', pa.size, "];\n");
         else
-          emit(u, ctype(u->dtype.elem()) + " " + n + (size > 1 ? "[" + std::to_string(size) + "]" : "") + ";");
-        set_expr(u, n);
-        return;
+          cat(line_at(u), ctype(d.elem()), " acc", pa.slot, ";\n");
+        return set_expr(u, "acc", pa.slot);
       }
       case Op::RANGE: {
-        std::string n = "ridx" + std::to_string(u->arg<RangeArg>().axis);
-        std::string t = ctype(u->dtype);
-        if (int size = lane_size_[u->id]) {  // lanes as vectors: n is the first lane of each
+        int32_t axis = u->arg<RangeArg>().axis;
+        std::string_view t = ctype(d), bound = ex(u->src(0));
+        if (int size = at(u).lane_size) {  // lanes as vectors: the index is the first lane of each
           lanes_ = lanes_macro(size);
           lane_ = u;
-          emit(u, "#pragma GCC unroll " + std::to_string(u->src(0)->ival() * size / 16));
-          emit(u, "for (" + t + " " + n + " = 0; " + n + " < " + ex(u->src(0)) + "; " + n + " += " + lanes_ + ") {");
-          set_expr(u, n);
-          return;
+          cat(line_at(u), "#pragma GCC unroll ", u->src(0)->ival() * size / 16, '\n');
+          cat(line_at(u), "for (", t, " ridx", axis, " = 0; ridx", axis, " < ", bound, "; ridx", axis, " += ", lanes_,
+              ") {\n");
+        } else {
+          cat(line_at(u), "for (", t, " ridx", axis, " = 0; ridx", axis, " < ", bound, "; ridx", axis, "++) {\n");
         }
-        emit(u, "for (" + t + " " + n + " = 0; " + n + " < " + ex(u->src(0)) + "; " + n + "++) {");
-        set_expr(u, n);
-        return;
+        return set_expr(u, "ridx", axis);
       }
       case Op::END:
         if (u->src(1) == lane_) lane_ = nullptr;
-        emit(u, "}");
-        return;
+        return put(line_at(u), "}\n");
       case Op::AFTER:
       case Op::GROUP:
       case Op::INDEX:
         return;  // ordering only / rendered where loaded or stored
       case Op::LOAD: {
         const UOp* src = u->src(0);
+        int n = counter_++;
+        std::string& o = line_at(u);
+        cat(o, "const ", ctype(d), " val", n, " = ");
         if (src->op == Op::INDEX) {
-          auto [addr, gate] = address(src);
-          if (u->dtype == dtypes::bfloat16) addr = "kiln_bf16_to_f32(" + addr + ")";
-          std::string e = gate.empty() ? addr : gate + " ? " + addr + " : " + zero(u->dtype);
-          std::string n = "val" + std::to_string(counter_++);
-          emit(u, "const " + ctype(u->dtype) + " " + n + " = " + e + ";");
-          set_expr(u, n);
-          return;
+          auto [gate, i] = gated(src);
+          if (gate) cat(o, ex(gate), " ? ");
+          if (d == dtypes::bfloat16) o += "kiln_bf16_to_f32(";
+          address(o, src->src(0), i);
+          if (d == dtypes::bfloat16) o += ')';
+          if (gate) {
+            o += " : ";
+            zero(o, d);
+          }
+        } else {
+          o += buffer_of(src);
         }
-        std::string n = "val" + std::to_string(counter_++);
-        emit(u, "const " + ctype(u->dtype) + " " + n + " = " + buffer_of(src) + ";");
-        set_expr(u, n);
-        return;
+        o += ";\n";
+        return set_expr(u, "val", n);
       }
       case Op::STORE: {
         const UOp* dst = u->src(0);
-        std::string v = ex(u->src(1));
-        if (dst->op == Op::INDEX) {
-          auto [addr, gate] = address(dst);
-          if (dst->dtype == dtypes::bfloat16) v = "kiln_f32_to_bf16(" + v + ")";
-          emit(u, (gate.empty() ? "" : "if (" + gate + ") ") + addr + " = " + v + ";");
-        } else {
-          emit(u, buffer_of(dst) + " = " + v + ";");
-        }
-        return;
+        std::string_view v = ex(u->src(1));
+        std::string& o = line_at(u);
+        if (dst->op != Op::INDEX) return cat(o, buffer_of(dst), " = ", v, ";\n");
+        auto [gate, i] = gated(dst);
+        if (gate) cat(o, "if (", ex(gate), ") ");
+        address(o, dst->src(0), i);
+        if (dst->dtype == dtypes::bfloat16) return cat(o, " = kiln_f32_to_bf16(", v, ");\n");
+        return cat(o, " = ", v, ";\n");
       }
       case Op::CAST: {
-        DType to = u->dtype;
-        const std::string& x = ex(u->src(0));
-        value(u, is_bool(to) ? x + " != 0" : round_bf16(to, "(" + ctype(to) + ")" + x), "cast");
-        return;
+        std::string_view x = ex(u->src(0));
+        e_.clear();
+        if (is_bool(d))
+          cat(e_, x, " != 0");
+        else if (d == dtypes::bfloat16)
+          cat(e_, "kiln_bf16_round((", ctype(d), ')', x, ')');
+        else
+          cat(e_, '(', ctype(d), ')', x);
+        return value(u, "cast");
       }
       case Op::BITCAST: {
-        std::string n = "bits" + std::to_string(counter_++);
+        int n = counter_++;
         DType from = u->src(0)->dtype;
-        std::string x = from == dtypes::bfloat16 ? "kiln_f32_to_bf16(" + ex(u->src(0)) + ")" : ex(u->src(0));
-        emit(u, stype(u->dtype) + " " + n + "; { const " + stype(from) + " from = " + x + "; memcpy(&" + n +
-                    ", &from, sizeof " + n + "); }");
-        set_expr(u, u->dtype == dtypes::bfloat16 ? "kiln_bf16_to_f32(" + n + ")" : n);
-        return;
+        std::string_view x = ex(u->src(0));
+        std::string& o = line_at(u);
+        cat(o, stype(d), " bits", n, "; { const ", stype(from), " from = ");
+        if (from == dtypes::bfloat16)
+          cat(o, "kiln_f32_to_bf16(", x, ')');
+        else
+          o += x;
+        cat(o, "; memcpy(&bits", n, ", &from, sizeof bits", n, "); }\n");
+        if (d == dtypes::bfloat16) return set_expr(u, "kiln_bf16_to_f32(bits", n, ')');
+        return set_expr(u, "bits", n);
       }
       default:
         break;
     }
     if (u->op == Op::WHERE && u->src(2)->is_invalid()) return;  // a gated index: rendered by its load or store
-    if (is_alu(u->op)) {
-      value(u, round_bf16(u->dtype, alu(u)), "alu");
-      return;
-    }
-    throw InternalError("render C: " + std::string(op_name(u->op)) + " cannot be rendered");
+    if (!is_alu(u->op)) throw InternalError("render C: " + std::string(op_name(u->op)) + " cannot be rendered");
+    e_.clear();
+    bool bf16 = d == dtypes::bfloat16;  // computed in float, rounded after every op
+    if (bf16) e_ += "kiln_bf16_round(";
+    alu(u, e_);
+    if (bf16) e_ += ')';
+    value(u, "alu");
   }
 
   // the vector type of a value in the current Lane loop; a bool is a mask as wide as what it compares
-  std::string vtype(DType d) const {
+  std::string_view vtype(DType d) const {
     if (is_bool(d)) return lanes_ == "KILN_V64" ? "kiln_vi64" : "kiln_vi32";
-    return "kiln_" + vsuffix(d);
+    return vector_type(d);
   }
-  std::string vname(DType d) const { return vtype(d).substr(5); }  // vf32, ...: the helpers' suffix
-  std::string vunsigned() const { return lanes_ == "KILN_V64" ? "kiln_vu64" : "kiln_vu32"; }
+  std::string_view vname(DType d) const { return vtype(d).substr(5); }  // vf32, ...: the helpers' suffix
+  std::string_view vunsigned() const { return lanes_ == "KILN_V64" ? "kiln_vu64" : "kiln_vu32"; }
 
-  // an operand as a vector: a vector as it is, a scalar broadcast (true as the all-ones mask)
-  std::string vop(const UOp* s) {
-    if (vec_[s->id]) return ex(s);
+  // appends an operand as a vector: a vector as it is, a scalar broadcast (true as the all-ones mask)
+  void vop(std::string& o, const UOp* s) {
+    if (at(s).vec) return put(o, ex(s));
     if (is_bool(s->dtype))
-      return "kiln_splat_" + vname(s->dtype) + "(-(" + std::string(lanes_ == "KILN_V64" ? "int64_t" : "int32_t") +
-             ")(" + ex(s) + "))";
-    return "kiln_splat_" + vname(s->dtype) + "(" + ex(s) + ")";
+      return cat(o, "kiln_splat_", vname(s->dtype), "(-(", lanes_ == "KILN_V64" ? "int64_t" : "int32_t", ")(", ex(s),
+                 "))");
+    cat(o, "kiln_splat_", vname(s->dtype), '(', ex(s), ')');
   }
 
-  // where a vector of the loop's chunk is read or written: an accumulator's vector, or the
+  // appends where a vector of the loop's chunk is read or written: an accumulator's vector, or the
   // consecutive elements of a buffer from the chunk's first lane on
-  std::string vplace(const UOp* idx) {
-    const UOp* b = idx->src(0);
-    while (b->op == Op::AFTER) b = b->src(0);
-    if (b->op == Op::BUFFER) return buffer_of(idx->src(0)) + "[" + ex(lane_) + " / " + lanes_ + "]";
-    return "&" + buffer_of(idx->src(0)) + "[" + ex(idx->src(1)) + "]";
+  void vplace(std::string& o, const UOp* idx) {
+    if (in_register(idx)) return cat(o, buffer_of(idx->src(0)), '[', ex(lane_), " / ", lanes_, ']');
+    cat(o, '&', buffer_of(idx->src(0)), '[', ex(idx->src(1)), ']');
   }
   static bool in_register(const UOp* idx) {
     const UOp* b = idx->src(0);
@@ -666,114 +756,172 @@ class CRenderer {
     DType d = u->dtype;
     if (u->op == Op::LOAD) {
       const UOp* idx = u->src(0);
-      std::string n = "val" + std::to_string(counter_++);
-      std::string e = in_register(idx) ? vplace(idx) : "kiln_load_" + vname(d) + "(" + vplace(idx) + ")";
-      emit(u, "const " + vtype(d) + " " + n + " = " + e + ";");
-      set_expr(u, n);
-      return;
+      int n = counter_++;
+      std::string& o = line_at(u);
+      cat(o, "const ", vtype(d), " val", n, " = ");
+      if (in_register(idx)) {
+        vplace(o, idx);
+      } else {
+        cat(o, "kiln_load_", vname(d), '(');
+        vplace(o, idx);
+        o += ')';
+      }
+      o += ";\n";
+      return set_expr(u, "val", n);
     }
     if (u->op == Op::STORE) {
       const UOp* idx = u->src(0);
-      std::string v = vop(u->src(1));
-      if (in_register(idx))
-        emit(u, vplace(idx) + " = " + v + ";");
-      else
-        emit(u, "kiln_store_" + vname(idx->dtype) + "(" + vplace(idx) + ", " + v + ");");
+      std::string& o = line_at(u);
+      bool reg = in_register(idx);
+      if (!reg) cat(o, "kiln_store_", vname(idx->dtype), '(');
+      vplace(o, idx);
+      o += reg ? " = " : ", ";
+      vop(o, u->src(1));
+      o += reg ? ";\n" : ");\n";
       return;
     }
-    auto a = [&](size_t i) { return vop(u->src(i)); };
-    auto wrap = [&](const char* op) {
-      if (is_float(d) || !may_overflow(u)) return a(0) + " " + op + " " + a(1);
-      std::string ut = vunsigned();
-      return "(" + vtype(d) + ")((" + ut + ")" + a(0) + " " + op + " (" + ut + ")" + a(1) + ")";
+    std::string& e = e_;
+    e.clear();
+    auto a = [&](size_t i) { vop(e, u->src(i)); };
+    auto binary = [&](std::string_view op) {  // op is spaced: " + "
+      a(0);
+      e += op;
+      a(1);
     };
-    std::string e;
+    auto wrap = [&](std::string_view op) {  // through unsigned when integer math may overflow
+      if (is_float(d) || !may_overflow(u)) return binary(op);
+      cat(e, '(', vtype(d), ")((", vunsigned(), ')');
+      a(0);
+      cat(e, op, '(', vunsigned(), ')');
+      a(1);
+      e += ')';
+    };
     switch (u->op) {
       case Op::ADD:
-        e = wrap("+");
+        wrap(" + ");
         break;
       case Op::SUB:
-        e = wrap("-");
+        wrap(" - ");
         break;
       case Op::MUL:
-        e = wrap("*");
+        wrap(" * ");
         break;
       case Op::SHL:
-        e = wrap("<<");
+        wrap(" << ");
         break;
       case Op::NEG:
-        e = is_float(d) || !may_overflow(u) ? "-" + a(0) : "(" + vtype(d) + ")(-(" + vunsigned() + ")" + a(0) + ")";
+        if (is_float(d) || !may_overflow(u)) {
+          e += '-';
+          a(0);
+        } else {
+          cat(e, '(', vtype(d), ")(-(", vunsigned(), ')');
+          a(0);
+          e += ')';
+        }
         break;
       case Op::FDIV:
       case Op::CDIV:
-        e = a(0) + " / " + a(1);
+        binary(" / ");
         break;
       case Op::CMOD:
-        e = a(0) + " % " + a(1);
+        binary(" % ");
         break;
       case Op::RECIPROCAL:
-        e = "kiln_splat_" + vname(d) + "(" + float_literal(1.0, d) + ") / " + a(0);
+        cat(e, "kiln_splat_", vname(d), '(');
+        float_literal(e, 1.0, d);
+        e += ") / ";
+        a(0);
         break;
       case Op::AND:
-        e = a(0) + " & " + a(1);
+        binary(" & ");
         break;
       case Op::OR:
-        e = a(0) + " | " + a(1);
+        binary(" | ");
         break;
       case Op::XOR:
-        e = a(0) + " ^ " + a(1);
+        binary(" ^ ");
         break;
       case Op::SHR:
-        e = a(0) + " >> " + a(1);
+        binary(" >> ");
         break;
       case Op::MAX:
-        e = "kiln_max_" + vname(d) + "(" + a(0) + ", " + a(1) + ")";
+        cat(e, "kiln_max_", vname(d), '(');
+        binary(", ");
+        e += ')';
         break;
       case Op::CMPLT:
-        e = a(0) + " < " + a(1);
+        binary(" < ");
         break;
       case Op::CMPNE:
-        e = a(0) + " != " + a(1);
+        binary(" != ");
         break;
       case Op::CMPEQ:
-        e = a(0) + " == " + a(1);
+        binary(" == ");
         break;
       case Op::WHERE:
-        e = vec_[u->src(0)->id] ? "kiln_select_" + vname(d) + "(" + ex(u->src(0)) + ", " + a(1) + ", " + a(2) + ")"
-                                : ex(u->src(0)) + " ? " + a(1) + " : " + a(2);
+        if (at(u->src(0)).vec)
+          cat(e, "kiln_select_", vname(d), '(', ex(u->src(0)), ", ");
+        else
+          cat(e, ex(u->src(0)), " ? ");
+        a(1);
+        e += at(u->src(0)).vec ? ", " : " : ";
+        a(2);
+        if (at(u->src(0)).vec) e += ')';
         break;
       case Op::CAST:
-        e = "__builtin_convertvector(" + a(0) + ", " + vtype(d) + ")";
+        e += "__builtin_convertvector(";
+        a(0);
+        cat(e, ", ", vtype(d), ')');
         break;
       case Op::BITCAST:
-        e = "(" + vtype(d) + ")(" + a(0) + ")";
+        cat(e, '(', vtype(d), ")(");
+        a(0);
+        e += ')';
         break;
       default:
         throw InternalError("render C: " + std::string(op_name(u->op)) + " in a vector loop");
     }
-    value(u, e, is_bool(d) ? "mask" : "vec");
+    value(u, is_bool(d) ? "mask" : "vec");
   }
 
-  std::string zero(DType d) const { return is_float(d) ? float_literal(0.0, d) : int_literal(0, d); }
+  void zero(std::string& o, DType d) const {
+    if (is_float(d)) return float_literal(o, 0.0, d);
+    int_literal(o, 0, d);
+  }
 
+  struct Span {
+    uint32_t at = 0, size = 0;
+  };
   std::span<const UOp* const> lin_;
-  std::string name_;
+  std::string_view name_;
   std::span<const UOp* const> vars_;
   std::string out_;
+  std::string pool_;  // every node's expression, one after another (expr_ says where)
+  std::string e_;     // the expression being built
   int counter_ = 0;
   bool uses_core_ = false;
-  std::vector<int> depth_, uses_;                     // by node id
-  std::vector<const UOp*> user_;                      // by node id: the last user in the program
-  std::vector<std::string> expr_;                     // by node id: how users spell the value
-  std::vector<uint8_t> rendered_, written_, needed_;  // by node id
-  // vector loops (plan_lanes), by node id: whether a node is a vector value; the lane stride of
-  // index math; the element size a Lane RANGE is written with; the element size of an
-  // accumulator kept as vectors (0: none of these)
-  std::vector<uint8_t> vec_;
-  std::vector<int> lane_size_, vbuf_;
+  // What the renderer knows of a node, by its position in the program (pos_ maps node ids there):
+  // tables by node id would be as large as the Context, and clearing them would cost more than
+  // most of the rendering.
+  struct Node {
+    int depth = 0, uses = 0;
+    const UOp* user = nullptr;  // the last user in the program
+    Span expr;                  // how users spell the value, in pool_
+    bool rendered = false, written = false, needed = false;
+    // vector loops (plan_lanes): whether a node is a vector value; the element size a Lane RANGE
+    // is written with; the element size of an accumulator kept as vectors (0: none of these)
+    bool vec = false;
+    uint8_t lane_size = 0, vbuf = 0;
+  };
+  Node& at(const UOp* u) { return nodes_[pos_[u->id]]; }
+  const Node& at(const UOp* u) const { return nodes_[pos_[u->id]]; }
+  std::vector<uint32_t> pos_;    // by node id: the position in lin_
+  std::vector<Node> nodes_;      // by position
+  std::vector<LaneFact> facts_;  // plan_lane_loop's, by position
+  uint32_t stamp_ = 0;           // the loop plan_lane_loop is at
   int vector_loops_ = 0;
   const UOp* lane_ = nullptr;  // the Lane loop being written as vectors
-  std::string lanes_;          // its lanes per vector (a macro of the preamble)
+  std::string_view lanes_;     // its lanes per vector (a macro of the preamble)
 };
 
 }  // namespace

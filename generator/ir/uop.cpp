@@ -263,7 +263,9 @@ const UOp* Context::make_hashed(Op op, DType dtype, std::span<const UOp* const> 
 }
 
 uint32_t Context::new_epoch() {
-  marks_.resize(nodes_.size(), 0);
+  // grown ahead of the Context (its new slots are 0, never an epoch), so a growing graph does
+  // not reallocate the marks at every walk
+  if (marks_.size() < nodes_.size()) marks_.resize(std::max(nodes_.size(), 2 * marks_.size()), 0);
   if (++epoch_ == 0) {  // wrapped: clear and start over
     std::fill(marks_.begin(), marks_.end(), 0);
     epoch_ = 1;
@@ -453,8 +455,10 @@ std::vector<const UOp*> toposort(const UOp* root) {
   // iterative post-order; a node is marked when first pushed, so each is emitted once
   Context& ctx = root->ctx();
   uint32_t epoch = ctx.new_epoch();
-  std::vector<const UOp*> out;
-  // the walk's stack, kept per thread so its growth is paid once (toposort never nests)
+  // the walk's stack and order, kept per thread so their growth is paid once (toposort never
+  // nests); the result is one allocation of the exact size
+  thread_local std::vector<const UOp*> out;
+  out.clear();
   thread_local std::vector<std::pair<const UOp*, uint32_t>> stack;
   stack.assign(1, {root, 0});
   ctx.mark(root->id) = epoch;
@@ -471,7 +475,7 @@ std::vector<const UOp*> toposort(const UOp* root) {
     out.push_back(u);
     stack.pop_back();
   }
-  return out;
+  return std::vector<const UOp*>(out.begin(), out.end());
 }
 
 std::vector<const UOp*>& node_table(const UOp* root) {
@@ -481,7 +485,7 @@ std::vector<const UOp*>& node_table(const UOp* root) {
 }
 
 OpSet Context::ops_below(const UOp* root) {
-  if (ops_below_.size() < nodes_.size()) ops_below_.resize(nodes_.size());
+  if (ops_below_.size() < nodes_.size()) ops_below_.resize(std::max(nodes_.size(), 2 * ops_below_.size()));
   if (!ops_below_[root->id].empty()) return ops_below_[root->id];
   // post-order over the nodes not computed yet; a node's sources are done before it (the stack
   // kept per thread: this walk never nests)

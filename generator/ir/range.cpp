@@ -249,21 +249,25 @@ void UOp::compute_bounds() const {
     BoundsImpl::compute(this);  // the common case: only this node is missing
     return;
   }
-  // iterative post-order over the nodes whose bounds are missing
-  std::vector<std::pair<const UOp*, uint32_t>> stack{{this, 0}};
-  while (!stack.empty()) {
-    auto& [u, i] = stack.back();
+  // iterative post-order over the nodes whose bounds are missing; the stack is kept per thread
+  // (from `base` up: this call's part, should a node's bounds ever ask for others')
+  thread_local std::vector<std::pair<const UOp*, uint32_t>> stack;
+  const size_t base = stack.size();
+  stack.push_back({this, 0});
+  while (stack.size() > base) {
+    auto [u, i] = stack.back();
     if (u->bounds_done_) {
       stack.pop_back();
       continue;
     }
     if (i < u->nsrc()) {
-      const UOp* s = u->src(i++);
+      const UOp* s = u->src(i);
+      ++stack.back().second;
       if (!s->bounds_done_) stack.push_back({s, 0});
       continue;
     }
-    BoundsImpl::compute(u);
     stack.pop_back();
+    BoundsImpl::compute(u);
   }
 }
 

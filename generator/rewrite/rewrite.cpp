@@ -172,10 +172,43 @@ void PatternMatcher::index() {
   }
 }
 
+namespace {
+
+// The Matches of this thread, one per nesting depth (rule bodies rewrite too), reused: all their
+// captures are empty between uses, as the matcher unbinds what it bound when a match fails, so a
+// rewrite does not zero 48 slots per node. A lease that ends otherwise (a match, an exception)
+// clears its Match.
+class MatchLease {
+ public:
+  MatchLease() {
+    if (depth_ == pool_.size()) pool_.push_back(std::make_unique<Match>());
+    m_ = pool_[depth_++].get();
+  }
+  ~MatchLease() {
+    if (dirty_) m_->slots_.fill(nullptr);
+    --depth_;
+  }
+  MatchLease(const MatchLease&) = delete;
+  MatchLease& operator=(const MatchLease&) = delete;
+  Match& get() { return *m_; }
+  void clean() { dirty_ = false; }  // no match was left bound
+
+ private:
+  static thread_local std::vector<std::unique_ptr<Match>> pool_;
+  static thread_local size_t depth_;
+  Match* m_;
+  bool dirty_ = true;
+};
+thread_local std::vector<std::unique_ptr<Match>> MatchLease::pool_;
+thread_local size_t MatchLease::depth_ = 0;
+
+}  // namespace
+
 const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
   const auto& list = by_op_[int(u->op)];
   if (list.empty()) return nullptr;
-  Match m;
+  MatchLease lease;
+  Match& m = lease.get();
   bool stats = g_rule_stats.load(std::memory_order_relaxed);
   for (const Gate& g : list) {
     const Rule& r = *rules_[g.rule];
@@ -196,6 +229,7 @@ const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
       return result;
     }
   }
+  lease.clean();
   return nullptr;
 }
 

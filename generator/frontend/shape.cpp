@@ -39,7 +39,10 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-const UOp* simplify_dim(const UOp* d) { return simplify(d); }
+const UOp* simplify_dim(const UOp* d) {
+  if (const UOp* c = fold_int_constants(d)) return c;  // most dims are numbers
+  return simplify(d);
+}
 
 const UOp* dim_product(const Shape& s) {
   if (s.empty()) return nullptr;

@@ -333,10 +333,6 @@ const PatternMatcher& symbolic() {
 
 namespace {
 
-// An integer expression of CONSTs (shapes are built as such and simplified by the frontend): its
-// value, as symbolic's constant folding gives it, without the rewrite. nullptr where a step does
-// not fold (division by zero, Invalid, a float, not an ALU op): the rewrite then decides. `budget`
-// bounds the nodes looked at, so a large index expression is given up on at once.
 const UOp* fold_int_consts(const UOp* u, int& budget) {
   if (u->op == Op::CONST) return u->is_invalid() || !(is_int(u->dtype) || is_bool(u->dtype)) ? nullptr : u;
   if (--budget < 0 || !is_alu(u->op) || u->op == Op::THREEFRY || u->nsrc() > 3 || u->dtype.count != 1 || u->dtype.ptr ||
@@ -356,10 +352,13 @@ const UOp* fold_int_consts(const UOp* u, int& budget) {
 
 }  // namespace
 
+const UOp* fold_int_constants(const UOp* u) {
+  int budget = 16;  // a shape's arithmetic is small; a larger tree is left to simplify()
+  return fold_int_consts(u, budget);
+}
+
 const UOp* simplify(const UOp* u) {
   if (u->op == Op::CONST) return u;
-  int budget = 16;
-  if (const UOp* c = fold_int_consts(u, budget)) return c;
   if (u->op == Op::SINK && std::all_of(u->src().begin(), u->src().end(), [](const UOp* s) {
         return s->op == Op::CONST || (s->op == Op::STACK && s->nsrc() == 0);
       }))

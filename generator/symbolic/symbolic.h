@@ -21,6 +21,10 @@ const PatternMatcher& pm_move_where_on_load();
 
 // graph_rewrite(u, symbolic()); CONSTs are returned as they are.
 const UOp* simplify(const UOp* u);
+// An integer expression of CONSTs (shapes are built as such and simplified by the frontend): its
+// value, the very node simplify() gives, without the rewrite. nullptr where it is not one, or a
+// step does not fold (division by zero, Invalid, a float): simplify() then decides.
+const UOp* fold_int_constants(const UOp* u);
 
 // Helpers shared by the rule files.
 const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex = true);  // valid.cpp

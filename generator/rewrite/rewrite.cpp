@@ -97,6 +97,13 @@ OpSet ops_of(const PatNode& p) {
   return ops;
 }
 
+// the source pattern whose head a gate checks, or nullptr where its op check says all (`x`)
+const PatNode* head_to_check(const PatNode& p) {
+  bool wildcard = p.alternatives.empty() && p.dtypes.empty() && !p.const_num && !p.arg && p.n_reject == 0 &&
+                  p.mode == UPat::SrcMode::None;
+  return wildcard ? nullptr : &p;
+}
+
 }  // namespace
 
 PatternMatcher::Gate PatternMatcher::gate_for(uint32_t rule, const PatNode& p) {
@@ -123,13 +130,17 @@ PatternMatcher::Gate PatternMatcher::gate_for(uint32_t rule, const PatNode& p) {
         g.kind = Gate::kPermute2;
         g.src_ops[0] = ops_of(p.src[0].node());
         g.src_ops[1] = ops_of(p.src[1].node());
+        g.src_pat = {head_to_check(p.src[0].node()), head_to_check(p.src[1].node()), nullptr};
       } else if (p.mode == UPat::SrcMode::Permute && n == 3) {  // any order: every source is one of them
         g.kind = Gate::kEach;
         for (const UPat& s : p.src) g.src_ops[0] = g.src_ops[0] | ops_of(s.node());
       } else {  // the matcher takes other permuted patterns in order
         g.kind = Gate::kOrdered;
         g.npos = uint8_t(std::min<size_t>(n, g.src_ops.size()));
-        for (size_t i = 0; i < g.npos; ++i) g.src_ops[i] = ops_of(p.src[i].node());
+        for (size_t i = 0; i < g.npos; ++i) {
+          g.src_ops[i] = ops_of(p.src[i].node());
+          g.src_pat[i] = head_to_check(p.src[i].node());
+        }
       }
       break;
   }
@@ -150,10 +161,13 @@ inline bool PatternMatcher::Gate::admits(const UOp* u) const {
     case kOrdered:
       for (uint8_t i = 0; i < npos; ++i)
         if (!src_ops[i].has(u->src(i)->op)) return false;
+      for (uint8_t i = 0; i < npos; ++i)
+        if (!head_ok(i, u->src(i))) return false;
       return true;
     case kPermute2: {
-      Op a = u->src(0)->op, b = u->src(1)->op;
-      return (src_ops[0].has(a) && src_ops[1].has(b)) || (src_ops[0].has(b) && src_ops[1].has(a));
+      const UOp *a = u->src(0), *b = u->src(1);
+      return (src_ops[0].has(a->op) && src_ops[1].has(b->op) && head_ok(0, a) && head_ok(1, b)) ||
+             (src_ops[0].has(b->op) && src_ops[1].has(a->op) && head_ok(0, b) && head_ok(1, a));
     }
     case kEach:
       for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)

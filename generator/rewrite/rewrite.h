@@ -83,6 +83,9 @@ class PatternMatcher {
     uint32_t nsrc_lo = 0, nsrc_hi = UINT32_MAX;
     std::array<DType, 4> dt{};       // the dtypes the node may have
     std::array<OpSet, 3> src_ops{};  // per position (kEach: every position takes src_ops[0])
+    // kOrdered, kPermute2: the source patterns whose heads (dtype, constant, ...) a source must pass
+    std::array<const PatNode*, 3> src_pat{};  // nullptr: nothing beyond the op
+    bool head_ok(size_t i, const UOp* s) const { return src_pat[i] == nullptr || detail::head_matches(*src_pat[i], s); }
     bool admits(const UOp* u) const;
   };
   static Gate gate_for(uint32_t rule, const PatNode& root);

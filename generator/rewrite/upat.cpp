@@ -267,6 +267,13 @@ static inline bool head(const PatNode& p, const UOp* u) {
   return !p.rare_checks || match_rare(p, u);
 }
 
+bool head_matches(const PatNode& p, const UOp* u) {
+  if (p.alternatives.empty()) return head(p, u);
+  for (const UPat& a : p.alternatives)
+    if (head_matches(a.node(), u)) return true;
+  return false;
+}
+
 static bool match_srcs(const PatNode& p, const UOp* u, size_t i, const int* perm, Match& m, Cont k) {
   if (p.mode == UPat::SrcMode::Repeat) {
     if (i == u->nsrc()) return k();

@@ -147,6 +147,8 @@ class Cont {
 
 namespace detail {
 bool match_rec(const UPat& p, const UOp* u, Match& m, Cont k);
+// what a node must be for `p` to match it, its sources and captures aside (for any_of: one of the alternatives)
+bool head_matches(const PatNode& p, const UOp* u);
 }  // namespace detail
 
 template <class F> bool match_each(const UPat& p, const UOp* u, Match& m, F&& on_match) {

@@ -115,6 +115,11 @@ PatternMatcher::Gate PatternMatcher::gate_for(uint32_t rule, const PatNode& p) {
     std::copy(p.dtypes.begin(), p.dtypes.end(), g.dt.begin());
   }
   const size_t n = p.src.size();
+  // x op x: the two sources must be one node (the capture's binding is the same in any order)
+  if ((p.mode == UPat::SrcMode::Ordered || p.mode == UPat::SrcMode::Permute) && n == 2) {
+    const PatNode &a = p.src[0].node(), &b = p.src[1].node();
+    g.same01 = a.alternatives.empty() && b.alternatives.empty() && a.capture >= 0 && a.capture == b.capture;
+  }
   switch (p.mode) {
     case UPat::SrcMode::None:
       break;
@@ -155,6 +160,7 @@ inline bool PatternMatcher::Gate::admits(const UOp* u) const {
   }
   const size_t n = u->nsrc();
   if (n < nsrc_lo || n > nsrc_hi) return false;
+  if (same01 && u->src(0) != u->src(1)) return false;
   switch (kind) {
     case kAny:
       return true;

@@ -78,8 +78,9 @@ class PatternMatcher {
     enum Kind : uint8_t { kAny, kOrdered, kPermute2, kEach };
     uint32_t rule = 0;
     Kind kind = kAny;
-    uint8_t npos = 0;  // kOrdered: the source positions checked (at most 3)
-    uint8_t ndt = 0;   // 0: any dtype
+    uint8_t npos = 0;     // kOrdered: the source positions checked (at most 3)
+    uint8_t ndt = 0;      // 0: any dtype
+    bool same01 = false;  // the first two sources must be the same node (x op x)
     uint32_t nsrc_lo = 0, nsrc_hi = UINT32_MAX;
     std::array<DType, 4> dt{};       // the dtypes the node may have
     std::array<OpSet, 3> src_ops{};  // per position (kEach: every position takes src_ops[0])

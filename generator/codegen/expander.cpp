@@ -18,7 +18,7 @@ std::vector<const UOp*> copies(const UOp* body, const UOp* r) {
   std::vector<const UOp*> out;
   Context& ctx = body->ctx();
   int64_t n = r->src(0)->ival();
-  for (int64_t v = 0; v < n; ++v) out.push_back(substitute(body, {{r, ctx.cint(v, r->dtype)}}));
+  for (int64_t v = 0; v < n; ++v) out.push_back(substitute(body, r, ctx.cint(v, r->dtype)));
   return out;
 }
 

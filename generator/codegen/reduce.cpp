@@ -52,7 +52,7 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
   const UOp* acc_in = ctx.make(Op::AFTER, acc->dtype, in_src);
   const UOp* l_upd = clone_range(lane, rc.next_axis++);
   const UOp* at = ctx.make(Op::INDEX, r->dtype, {acc_in, l_upd});
-  const UOp* body = substitute(r->src(0), {{lane, l_upd}});
+  const UOp* body = substitute(r->src(0), lane, l_upd);
   const UOp* upd =
       ctx.make(Op::STORE, dtypes::void_, {at, ctx.make(op, r->dtype, {ctx.make(Op::LOAD, r->dtype, {at}), body})});
   std::vector<const UOp*> end_src{ctx.make(Op::END, dtypes::void_, {upd, l_upd})};

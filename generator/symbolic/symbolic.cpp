@@ -81,8 +81,8 @@ const UOp* fold_where_closure(const UOp* root, const UOp* cond, const UOp* t, co
   // INDEX gates belong to the valid and store-coalescing rules
   for (const UOp* u : {cond, t, f})
     if (in_backward_slice(u, Op::INDEX)) return nullptr;
-  const UOp* nt = substitute(t, {{cond, root->ctx().cbool(true)}});
-  const UOp* nf = substitute(f, {{cond, root->ctx().cbool(false)}});
+  const UOp* nt = substitute(t, cond, root->ctx().cbool(true));
+  const UOp* nf = substitute(f, cond, root->ctx().cbool(false));
   return root->ctx().make(Op::WHERE, root->dtype, {cond, nt, nf});
 }
 

@@ -250,7 +250,7 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   const UOp* step =
       ctx.make(Op::RANGE, k->dtype, {ctx.cint(tile, k->dtype)}, RangeArg{next_axis++, AxisType::Reduce, -1});
   const UOp* kk = ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {block, ctx.cint(tile, k->dtype)}), step});
-  const UOp* partial = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, kk}}), step}, red->arg());
+  const UOp* partial = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, kk), step}, red->arg());
   // the read of what earlier blocks stored is ordered after the zeroing and inside the block loop
   const UOp* before =
       ctx.make(Op::INDEX, idx->dtype, {ctx.make(Op::AFTER, out->dtype, {out, init, block}), idx->src(1)});
@@ -304,8 +304,8 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   const UOp* outer = ctx.make(Op::RANGE, k->dtype, {rows}, outer_arg);
   const UOp* lane =
       ctx.make(Op::RANGE, k->dtype, {ctx.cint(ls.width, k->dtype)}, RangeArg{ls.next_axis++, AxisType::Lane, 0});
-  const UOp* inner = ctx.make(Op::REDUCE, red->dtype,
-                              {substitute(red->src(0), {{k, Expr(outer) * ls.width + lane}}), outer}, red->arg());
+  const UOp* inner =
+      ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, Expr(outer) * ls.width + lane), outer}, red->arg());
   const UOp* lanes = ctx.make(Op::REDUCE, red->dtype, {inner, lane}, red->arg());
   if (whole) return lanes;
   // the n % width steps past the last full row, reduced on their own and combined with the rest
@@ -313,11 +313,11 @@ const UOp* split_lanes(const Match& m, void* vctx) {
   const UOp* left = simplify(Expr(n) % ls.width);
   const UOp* tail = nullptr;
   if (left->op == Op::CONST && left->ival() == 1) {
-    tail = substitute(red->src(0), {{k, rows * ls.width}});
+    tail = substitute(red->src(0), k, rows * ls.width);
     if (tail->dtype != red->dtype) tail = ctx.make(Op::CAST, red->dtype, {tail});
   } else {
     const UOp* rest = ctx.make(Op::RANGE, k->dtype, {left}, RangeArg{ls.next_axis++, AxisType::Reduce, 0});
-    tail = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), {{k, rows * ls.width + rest}}), rest}, red->arg());
+    tail = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, rows * ls.width + rest), rest}, red->arg());
   }
   return ctx.make(red->arg<ReduceArg>().op, red->dtype, {lanes, tail});
 }
@@ -336,8 +336,8 @@ namespace {
 
 // how far an address moves when r moves by one (nullopt: not by a constant)
 std::optional<int64_t> step_along(const UOp* addr, const UOp* r, const UOp* at) {
-  const UOp* next = substitute(addr, {{r, Expr(at) + 1}});
-  const UOp* step = simplify(Expr(next) - Expr(substitute(addr, {{r, at}})));
+  const UOp* next = substitute(addr, r, Expr(at) + 1);
+  const UOp* step = simplify(Expr(next) - Expr(substitute(addr, r, at)));
   if (step->op != Op::CONST) return std::nullopt;
   return step->ival();
 }
@@ -391,7 +391,7 @@ const UOp* store_lanes(const Match& m, void* vctx) {
   // an unrolled outer range would copy the two inner loops once per row, each closing the same lanes
   for (const UOp* o : outer_loops)
     if (!whole && o->arg<RangeArg>().type == AxisType::Upcast) return nullptr;
-  const UOp* main_st = substitute(st, {{r, Expr(outer) * width + lane}});
+  const UOp* main_st = substitute(st, r, Expr(outer) * width + lane);
   if (whole) {
     outer_loops.insert(outer_loops.end(), {outer, lane});
     return closed(main_st, outer_loops);
@@ -399,9 +399,8 @@ const UOp* store_lanes(const Match& m, void* vctx) {
   // the n % width elements past the last full row, one at a time (shared among the cores as the
   // rows are), in the same body of the outer loops
   const UOp* rest = ctx.make(Op::RANGE, r->dtype, {simplify(Expr(n) % width)}, RangeArg{sl.next_axis++, ra.type, 0});
-  const UOp* both =
-      ctx.make(Op::GROUP, dtypes::void_,
-               {closed(main_st, {outer, lane}), closed(substitute(st, {{r, rows * width + rest}}), {rest})});
+  const UOp* both = ctx.make(Op::GROUP, dtypes::void_,
+                             {closed(main_st, {outer, lane}), closed(substitute(st, r, rows * width + rest), {rest})});
   return outer_loops.empty() ? both : closed(both, outer_loops);
 }
 
@@ -463,8 +462,8 @@ bool reads_consecutive_along(const UOp* sink, const UOp* r) {
   const UOp* at = clone_range(r, first_free_axis(sink));  // r's stand-in, for r + 1 (a node cannot contain itself)
   for (const ReductionRead& rd : reads_in_reductions(sink)) {
     if (!contains(rd.addr, r)) continue;
-    const UOp* next = substitute(rd.addr, {{r, Expr(at) + 1}});
-    const UOp* step = simplify(Expr(next) - Expr(substitute(rd.addr, {{r, at}})));
+    const UOp* next = substitute(rd.addr, r, Expr(at) + 1);
+    const UOp* step = simplify(Expr(next) - Expr(substitute(rd.addr, r, at)));
     if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
   }
   return true;
@@ -496,7 +495,7 @@ const UOp* store_shared_term(const UOp* sink) {
       nested |= u->op == Op::REDUCE && std::find(u->src().begin() + 1, u->src().end(), k) != u->src().end();
     }
     if (!costly || nested) continue;
-    const UOp* at_n = substitute(body, {{k, n}});
+    const UOp* at_n = substitute(body, k, n);
     if (std::find(v_nodes.begin(), v_nodes.end(), at_n) == v_nodes.end()) continue;
     // found: the term is computed once per element, stored where the output goes, and read back
     Context& ctx = sink->ctx();
@@ -508,10 +507,10 @@ const UOp* store_shared_term(const UOp* sink) {
     const UOp* k2 = clone_range(k, axis++);
     const UOp* first =
         ctx.make(Op::END, dtypes::void_,
-                 {ctx.make(Op::STORE, dtypes::void_, {substitute(idx, {{n, k1}}), substitute(body, {{k, k1}})}), k1});
+                 {ctx.make(Op::STORE, dtypes::void_, {substitute(idx, n, k1), substitute(body, k, k1)}), k1});
     const UOp* stored = ctx.make(Op::AFTER, out->dtype, {out, first});
     auto read_at = [&](const UOp* r) {
-      return ctx.make(Op::INDEX, body->dtype, {stored, substitute(idx->src(1), {{n, r}})});
+      return ctx.make(Op::INDEX, body->dtype, {stored, substitute(idx->src(1), n, r)});
     };
     const UOp* sum = ctx.make(Op::REDUCE, red->dtype, {read_at(k2), k2}, red->arg());
     const UOp* nv = substitute(v, {{at_n, read_at(n)}, {red, sum}});

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Demo: kiln's main job end to end. Builds kiln (release preset) and installs it, then builds the
+# Demo: kiln's main job end to end. Builds kiln (the package preset: Release, no tests, no
+# benchmarks, so it needs only a compiler, CMake, Ninja, CLI11 and nlohmann-json) and installs it, then builds the
 # consumer project (tests/consumer: nn.kiln + app.cpp) against the installed package exactly as a
 # user would -- find_package(kiln), kiln_add_library(nn SPECS nn.kiln TARGETS cpu x86_64-avx2
 # x86_64-avx512) -- and runs the app: every kernel call is checked against a plain C++ reference
 # and prints the variant it took and its time. Ends with `kiln explain` for one call.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/deps.sh
+KILN_DEPS=user source scripts/deps.sh
 
 # Build quietly; show the log only if something fails.
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 quiet() { "$@" >"$log" 2>&1 || { cat "$log" >&2; exit 1; }; }
 
-echo "== build and install kiln (build/release, build/install)"
-[[ -f build/release/build.ninja ]] || quiet cmake --preset release
-quiet cmake --build --preset release --target kiln kiln_runtime
-quiet cmake --install build/release --prefix build/install
+echo "== build and install kiln (build/package, build/install)"
+quiet cmake --preset package
+quiet cmake --build --preset package
+quiet cmake --install build/package --prefix build/install
 
 echo "== build the consumer app against the installed kiln (build/demo)"
 quiet cmake -S tests/consumer -B build/demo -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/build/install"

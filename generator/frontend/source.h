@@ -1,4 +1,4 @@
-// Spec source files, source locations and user-facing diagnostics (STYLE.md rule 9): every
+// Spec source files, source locations and user-facing diagnostics (docs/style.md, rule 9): every
 // user error is data, rendered as `file:line:col: error: what (expected X, got Y)` plus the
 // source line and a caret, like clang.
 #pragma once

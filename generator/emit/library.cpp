@@ -480,7 +480,7 @@ class Generator {
         v.tag += (v.tag.empty() ? "" : "_") + dim.name + (s.multiple ? "x" : "") + std::to_string(s.value);
       }
       if (v.tag.empty()) v.tag = "any";
-      frontend::LowerResult lowered = frontend::lower_spec(*f.ctx, f.spec, *f.source, bucket);
+      frontend::LowerResult lowered = frontend::lower_spec(*f.ctx, f.spec, *f.source, bucket, k.name);
       const frontend::LoweredKernel* lk = nullptr;
       for (const auto& l : lowered.kernels)
         if (l.name == k.name) lk = &l;

@@ -52,11 +52,8 @@ class Lowerer {
     LoweredKernel out{k.name, {}, {}, {}, k.loc};
     for (size_t i = 0; i < k.params.size(); ++i) {
       const Param& p = k.params[i];
-      Tensor t = Tensor::input(ctx_, p.name, *spec_dtype(p.dtype), declared_shape(p));
-      // Tensor::input numbers inputs across the Context; a kernel's own slots count from 0.
-      const UOp* param = ctx_.make(Op::PARAM, t.dtype(), {t.uop()->src(0)},
-                                   ParamArg{static_cast<int32_t>(i), -1, ctx_.intern(p.name)});
-      out.inputs.emplace_back(&ctx_, param);
+      // a kernel's own slots count from 0, whatever else the Context holds
+      out.inputs.push_back(Tensor::input(ctx_, int32_t(i), p.name, *spec_dtype(p.dtype), declared_shape(p)));
       names_.insert_or_assign(p.name, out.inputs.back());
     }
     std::map<std::string, const Param*> outputs;
@@ -256,7 +253,7 @@ class Lowerer {
 }  // namespace
 
 LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& /*file*/,
-                       const std::map<std::string, Specialization>& bucket) {
+                       const std::map<std::string, Specialization>& bucket, std::string_view only) {
   LowerResult result;
   std::map<std::string, const UOp*> dims;
   for (const Dim& d : spec.dims) {
@@ -272,6 +269,7 @@ LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& /*file*
     result.dims.push_back(dims[d.name]);
   }
   for (const Kernel& k : spec.kernels) {
+    if (!only.empty() && k.name != only) continue;
     try {
       result.kernels.push_back(Lowerer(ctx, dims).lower(k));
     } catch (const LowerError& e) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "generator/frontend/source.h"
@@ -31,7 +32,8 @@ struct LowerResult {
 // Run it on a spec that parsed and passed check_spec. `file` must outlive the diagnostics.
 // `bucket` narrows dims for a specialized variant: an exact value makes the dim that constant, a
 // multiple `%k` makes it a DEFINE_VAR with multiple_of k over the multiples of k in its range.
+// `only` (a kernel's name) lowers that kernel alone: a variant needs no other kernel of its spec.
 LowerResult lower_spec(Context& ctx, const Spec& spec, const SourceFile& file,
-                       const std::map<std::string, Specialization>& bucket = {});
+                       const std::map<std::string, Specialization>& bucket = {}, std::string_view only = {});
 
 }  // namespace kiln::frontend

@@ -48,6 +48,10 @@ Tensor Tensor::input(Context& ctx, std::string_view name, DType dtype, const std
   int32_t slot = 0;
   for (uint32_t i = 0; i < ctx.size(); ++i)
     if (ctx.node(i)->op == Op::PARAM && !ctx.node(i)->dtype.ptr) ++slot;
+  return input(ctx, slot, name, dtype, dims);
+}
+
+Tensor Tensor::input(Context& ctx, int32_t slot, std::string_view name, DType dtype, const std::vector<Dim>& dims) {
   const UOp* shape = stack_of(ctx, dims_of(ctx, dims));
   return Tensor(&ctx, ctx.make(Op::PARAM, dtype, {shape}, ParamArg{slot, -1, ctx.intern(name)}));
 }

@@ -41,8 +41,10 @@ class Tensor {
  public:
   Tensor(Context* ctx, const UOp* u);  // infers the shape of an existing graph
 
-  // slot = the number of tensor inputs (non-pointer PARAMs) the Context already holds
+  // slot = the number of tensor inputs (non-pointer PARAMs) the Context already holds (a scan of
+  // the Context: a caller that makes many inputs numbers them itself with the overload below)
   static Tensor input(Context& ctx, std::string_view name, DType dtype, const std::vector<Dim>& dims);
+  static Tensor input(Context& ctx, int32_t slot, std::string_view name, DType dtype, const std::vector<Dim>& dims);
   static Tensor constant(Context& ctx, double value, DType dtype);  // a 0-d tensor
   static Tensor full(Context& ctx, const std::vector<Dim>& dims, double value, DType dtype);
   static Tensor arange(Context& ctx, int64_t start, int64_t stop, int64_t step = 1, DType dtype = dtypes::int32);

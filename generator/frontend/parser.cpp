@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "generator/frontend/lexer.h"
 
@@ -11,6 +12,43 @@ namespace kiln::frontend {
 
 // Deep enough for any real spec, shallow enough that hostile input cannot exhaust the stack.
 static constexpr int kMaxNesting = 200;
+
+// Operator and method chains (`x + x + ...`, `x.exp().exp()...`) are parsed by loops, not by
+// nesting, so they are bounded separately: every pass over an expression recurses on its depth.
+static constexpr int kMaxDepth = 500;
+
+// The depth of an expression tree (a leaf is 1), walked with an explicit stack: the tree may be
+// as deep as the text is long.
+static int expr_depth(const Expr& root) {
+  int depth = 0;
+  std::vector<std::pair<const Expr*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [e, d] = stack.back();
+    stack.pop_back();
+    depth = std::max(depth, d);
+    if (e->receiver) stack.push_back({e->receiver.get(), d + 1});
+    for (const ExprPtr& o : e->operands)
+      if (o) stack.push_back({o.get(), d + 1});
+    for (const Kwarg& k : e->kwargs)
+      if (k.value) stack.push_back({k.value.get(), d + 1});
+  }
+  return depth;
+}
+
+// Frees a tree of any depth without recursing (its destructor would recurse on the depth).
+static void dismantle(ExprPtr e) {
+  std::vector<ExprPtr> stack;
+  stack.push_back(std::move(e));
+  while (!stack.empty()) {
+    ExprPtr x = std::move(stack.back());
+    stack.pop_back();
+    if (x->receiver) stack.push_back(std::move(x->receiver));
+    for (ExprPtr& o : x->operands)
+      if (o) stack.push_back(std::move(o));
+    for (Kwarg& k : x->kwargs)
+      if (k.value) stack.push_back(std::move(k.value));
+  }
+}
 
 static bool is_comparison(Tok t) {
   return t == Tok::Lt || t == Tok::Le || t == Tok::Gt || t == Tok::Ge || t == Tok::EqEq || t == Tok::Ne;
@@ -279,6 +317,12 @@ class Parser {
     if (!expect(Tok::Assign, what, "'='")) return false;
     s.value = parse_expr();
     if (!s.value) return false;
+    if (int depth = expr_depth(*s.value); depth > kMaxDepth) {
+      report(s.value->loc, 1, "expression too deep", "at most " + std::to_string(kMaxDepth) + " nested operations",
+             std::to_string(depth));
+      dismantle(std::move(s.value));
+      return false;
+    }
     if (!at(Tok::RBrace) && !accept(Tok::Newline)) return fail("syntax error in expression", "an operator or newline");
     k.body.push_back(std::move(s));
     return true;

@@ -1,4 +1,5 @@
 // The kiln command line. The only place that reads argv or the environment.
+#include <pthread.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -325,7 +326,7 @@ int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, cons
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run(int argc, char** argv) {
   CLI::App app{"kiln: an ahead-of-time kernel generator"};
   app.require_subcommand(1);
 
@@ -453,4 +454,33 @@ int main(int argc, char** argv) {
     return rc;
   }
   return 0;
+}
+
+// The front end and the scheduler recurse over expressions and tensor graphs. Their depth is
+// capped (500 nested operations in one expression, 20000 nested ops in a tensor program), and
+// the work runs on a thread whose stack holds that depth with room to spare, under the
+// sanitizers too: a deep spec gets its diagnostic instead of a stack overflow. The stack is
+// reserved address space; only the pages a run touches are committed.
+int main(int argc, char** argv) {
+  struct Call {
+    int argc;
+    char** argv;
+    int rc = 70;
+  } call{argc, argv};
+  constexpr size_t kStackBytes = size_t(1) << 30;
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kStackBytes) == 0 &&
+                 pthread_create(
+                     &thread, &attr,
+                     [](void* p) -> void* {
+                       auto* c = static_cast<Call*>(p);
+                       c->rc = run(c->argc, c->argv);
+                       return nullptr;
+                     },
+                     &call) == 0;
+  pthread_attr_destroy(&attr);
+  if (!started) return run(argc, argv);  // no thread to be had: the caps still hold on this stack
+  pthread_join(thread, nullptr);
+  return call.rc;
 }

@@ -129,6 +129,35 @@ check "check bad_shape stderr" "$(printf '%s\n' \
   '  C = A @ B' \
   '        ^')" "$(cat "$tmp/err")"
 
+# deep specs get a diagnostic, never a stack overflow: chains of methods and operators deeper than
+# 500, and chains of locals deeper than the scheduler's 20000 (the 10000 below it still compile)
+deep() {  # name, a Python expression for the statements of kernel k(x) -> (y) over dim M
+  python3 -c 'import sys; print("dim M in 1..64\nkernel k(x: f32[M]) -> (y: f32[M]) {\n" + eval(sys.argv[1]) + "\n}")' \
+    "$2" >"$tmp/$1.kiln"
+}
+deep_check() {  # name, subcommand, expected exit code, expected first line of stderr (after the directory)
+  local out=()
+  [[ "$2" == codegen ]] && out=(-o /dev/null)
+  "$kiln" "$2" "$tmp/$1.kiln" "${out[@]}" >/dev/null 2>"$tmp/err"
+  check "deep $1 $2 exit code" "$3" "$?"
+  check "deep $1 $2 message" "$4" "$(head -n 1 "$tmp/err" | sed "s|^$tmp/||")"
+}
+chain='lambda n: "\n".join(["  t0 = x"] + [f"  t{i} = t{i-1} + x" for i in range(1, n + 1)] + [f"  y = t{n}"])'
+deep methods '"  y = x" + ".exp()" * 5000'
+deep relus '"  y = x" + ".relu()" * 1000000'
+deep sum '"  y = x" + " + x" * 10000'
+deep relus500 '"  y = x" + ".relu()" * 499'
+deep locals "($chain)(10000)"
+deep locals30k "($chain)(30000)"
+for sub in check codegen; do
+  deep_check methods "$sub" 1 "methods.kiln:3:30003: error: expression too deep (expected at most 500 nested operations, got 5001)"
+  deep_check relus "$sub" 1 "relus.kiln:3:7000002: error: expression too deep (expected at most 500 nested operations, got 1000001)"
+  deep_check sum "$sub" 1 "sum.kiln:3:40005: error: expression too deep (expected at most 500 nested operations, got 10001)"
+  deep_check relus500 "$sub" 0 ""
+  deep_check locals "$sub" 0 ""
+  deep_check locals30k "$sub" 1 "locals30k.kiln:2:8: error: cannot schedule kernel 'k': the tensor program is too deep to schedule (more than 20000 nested ops)"
+done
+
 # kiln codegen: C for every scheduled kernel, warning-free under -Wall -Wextra -Werror, deterministic
 specs=("$here/../../kernels/examples.kiln" "$here/../../kernels/nn.kiln")
 "$kiln" codegen "${specs[@]}" >"$tmp/k.c" 2>"$tmp/err"

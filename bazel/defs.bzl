@@ -14,7 +14,8 @@ The files are byte for byte those kiln_add_library() (CMake) writes for the same
 `targets` defaults to what the target runs (`//bazel:x86_64`: an x86_64 platform and the Unix
 toolchain, --cpu=k8): all three there, else `cpu`. The x86 kernel files get their ISA flags there
 only (elsewhere they compile to nothing); the dispatch picks them at run time on CPUs that have
-the instructions.
+the instructions. The kernel files are compiled with -O3 in every compilation mode (fastbuild, dbg,
+opt; dbg keeps -g); `--define=kiln_optimize_kernels=false` gives them the mode's flags alone.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
@@ -164,13 +165,17 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
             **common
         )
 
-    # one library per target: each kernel file with its target's ISA flags (on x86_64 only)
+    # one library per target: each kernel file with its target's ISA flags (on x86_64 only), and
+    # -O3 in every compilation mode (//bazel:kernels_unoptimized turns that off)
     kernel_libs = []
     for _, symbol, flags in _TARGETS:
         cc_library(
             name = "%s_kernels_%s_lib" % (name, symbol),
             srcs = [":%s_kernels_%s" % (name, symbol)],
             copts = select({
+                str(Label("//bazel:kernels_unoptimized")): [],
+                "//conditions:default": ["-O3"],
+            }) + select({
                 str(Label("//bazel:x86_64")): flags,
                 "//conditions:default": [],
             }),

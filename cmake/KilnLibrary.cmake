@@ -7,9 +7,15 @@
 # alone, so nothing downstream recompiles. The x86_64-* kernel files are compiled with their ISA
 # flags; the dispatch picks them at run time only on CPUs that have the instructions.
 #
+# The kernel files are compiled optimized (-O3, after the build mode's own flags, so it wins) in
+# every build mode: Debug, RelWithDebInfo, MinSizeRel, no build type and multi-config generators
+# alike, so a Debug app gets the kernels (and the floating-point results) of a Release one. The
+# mode's other flags (-g) stay. -DKILN_OPTIMIZE_KERNELS=OFF compiles them as the rest of the build.
+#
 # Needs the targets kiln::kiln (the generator, a host executable) and kiln::runtime: from
 # find_package(kiln) or from kiln's own build (add_subdirectory).
 include_guard(GLOBAL)
+option(KILN_OPTIMIZE_KERNELS "Compile kiln's kernel files with -O3 whatever the build mode" ON)
 if(POLICY CMP0116)
   cmake_policy(SET CMP0116 NEW)  # depfile paths as the Ninja generator expects them
 endif()
@@ -68,6 +74,10 @@ function(kiln_add_library name)
     list(APPEND outputs "${out}/${name}_${part}.h" "${out}/${name}_${part}_dispatch.cpp")
     list(APPEND sources "${out}/${name}_${part}.h" "${out}/${name}_${part}_dispatch.cpp")
   endforeach()
+  set(opt_flags "")
+  if(KILN_OPTIMIZE_KERNELS AND gnu)
+    set(opt_flags -O3)
+  endif()
   set(kernel_sources "")
   foreach(target IN LISTS KILN_TARGETS)
     if(target STREQUAL "cpu")
@@ -85,8 +95,12 @@ function(kiln_add_library name)
       list(APPEND outputs "${source}")
       list(APPEND kernel_sources "${source}")
       # off x86 (or with a compiler that spells ISA flags otherwise) the x86 files compile to nothing
+      set(source_flags ${opt_flags})
       if(flags AND x86 AND gnu)
-        set_source_files_properties("${source}" PROPERTIES COMPILE_OPTIONS "${flags}")
+        list(APPEND source_flags ${flags})
+      endif()
+      if(source_flags)
+        set_source_files_properties("${source}" PROPERTIES COMPILE_OPTIONS "${source_flags}")
       endif()
     endforeach()
   endforeach()

@@ -86,6 +86,21 @@ if [[ -n "$cmake_build" ]]; then
   done
 fi
 
+# the kernel files are compiled with -O3 (last) in every compilation mode; dbg keeps its -g
+kernel_compile() {  # bazel options...: the -O, -g and -mavx512f flags of an avx512 kernel file's compile
+  bazel aquery "${bz[@]}" "$@" 'mnemonic("CppCompile", //kernels:kiln_kernels_kernels_x86_64_avx512_lib)' 2>/dev/null |
+    awk '/Command Line/ { f = 1 } f { print } f && /\)$/ { exit }' | tr ' ' '\n' |
+    grep -E -- '^-(O[0-3sgz]?|g[0-9]?|mavx512f)$'
+}
+for mode in fastbuild dbg opt; do
+  flags="$(kernel_compile -c "$mode")"
+  check "kiln: kernels under -c $mode: -O3 is the last -O" "-O3" "$(grep -- '^-O' <<<"$flags" | tail -n 1)"
+  check "kiln: kernels under -c $mode: ISA flags" "1" "$(grep -c -- '^-mavx512f$' <<<"$flags")"
+done
+check "kiln: kernels under -c dbg keep -g" "1" "$(kernel_compile -c dbg | grep -c -- '^-g$')"
+check "kiln: --define=kiln_optimize_kernels=false: no -O3" "0" \
+  "$(kernel_compile -c dbg --define=kiln_optimize_kernels=false | grep -c -- '^-O3$')"
+
 echo "== the consumer workspace: $here"
 cd "$here"
 timed "bazel test //... (consumer, cold)" bazel test "${bz[@]}" //...

@@ -55,6 +55,41 @@ echo "$out" | tail -n 5
 out="$(ninja -C "$work/build")"
 [[ "$out" == *"ninja: no work to do."* ]] || fail "the build after a change was not stable: $out"
 
+echo "== the kernel files are compiled optimized in every build mode, keeping the mode's debug info"
+# the compile commands Ninja would run for the kernel files (nn_nn_<target>.c), read without building
+kernel_commands() {  # build dir, ninja file
+  ninja -C "$1" -f "$2" -t commands nn | grep -E -- '-c [^ ]*nn_nn_(cpu|x86_64_avx2|x86_64_avx512)\.c' || true
+}
+last_opt() { grep -oE -- ' -O[0-3sgz]?( |$)' <<<"$1" | tail -n 1 | tr -d ' '; }
+check_modes() {  # build dir, ninja file, mode, whether -g is expected
+  local cmds n=0 cmd
+  cmds="$(kernel_commands "$1" "$2")"
+  while IFS= read -r cmd; do
+    [[ -n "$cmd" ]] || continue
+    n=$((n + 1))
+    [[ "$(last_opt "$cmd")" == "-O3" ]] || fail "$3: a kernel file is not compiled with -O3 last: $cmd"
+    if [[ "$4" == yes && " $cmd " != *" -g "* ]]; then fail "$3: a kernel file lost the mode's -g: $cmd"; fi
+    if [[ "$cmd" == *nn_nn_x86_64_avx512.c* && "$cmd" != *-mavx512f* ]]; then fail "$3: no ISA flags: $cmd"; fi
+  done <<<"$cmds"
+  [[ $n -eq 3 ]] || fail "$3: expected 3 kernel compile commands, got $n"
+  echo "  $3: the 3 kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g")"
+}
+for mode in Debug RelWithDebInfo MinSizeRel None; do
+  bt="$mode"; [[ "$mode" == None ]] && bt=""
+  cmake -S "$work/src" -B "$work/mode-$mode" -G Ninja -DCMAKE_BUILD_TYPE="$bt" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  debug=no; [[ "$mode" == Debug || "$mode" == RelWithDebInfo ]] && debug=yes
+  check_modes "$work/mode-$mode" build.ninja "$mode" "$debug"
+done
+cmake -S "$work/src" -B "$work/mode-multi" -G "Ninja Multi-Config" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+check_modes "$work/mode-multi" build-Debug.ninja "Ninja Multi-Config, Debug" yes
+check_modes "$work/mode-multi" build-Release.ninja "Ninja Multi-Config, Release" no
+# the option that asks for the build mode's own flags: a Debug build's kernels are then -O0 ... -g
+cmake -S "$work/src" -B "$work/mode-noopt" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_OPTIMIZE_KERNELS=OFF \
+  -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmd="$(kernel_commands "$work/mode-noopt" build.ninja | head -n 1)"
+[[ -n "$cmd" && "$(last_opt "$cmd")" != "-O3" ]] || fail "KILN_OPTIMIZE_KERNELS=OFF still optimizes: $cmd"
+echo "  KILN_OPTIMIZE_KERNELS=OFF: the kernel files take the build mode's flags"
+
 echo "== two kiln gen runs write identical bytes"
 kiln="$work/prefix/bin/kiln"
 "$kiln" gen --name nn --out "$work/gen1" --target cpu,x86_64-avx2,x86_64-avx512 "$work/src/nn.kiln"

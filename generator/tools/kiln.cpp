@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -456,6 +457,20 @@ static int run(int argc, char** argv) {
   return 0;
 }
 
+// No path ends in std::terminate: an exception no command handled is an internal error (exit 70).
+static int run_guarded(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kiln: internal error: out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "kiln: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "kiln: internal error: an unknown exception\n";
+  }
+  return 70;
+}
+
 // The front end and the scheduler recurse over expressions and tensor graphs. Their depth is
 // capped (500 nested operations in one expression, 20000 nested ops in a tensor program), and
 // the work runs on a thread whose stack holds that depth with room to spare, under the
@@ -475,12 +490,12 @@ int main(int argc, char** argv) {
                      &thread, &attr,
                      [](void* p) -> void* {
                        auto* c = static_cast<Call*>(p);
-                       c->rc = run(c->argc, c->argv);
+                       c->rc = run_guarded(c->argc, c->argv);
                        return nullptr;
                      },
                      &call) == 0;
   pthread_attr_destroy(&attr);
-  if (!started) return run(argc, argv);  // no thread to be had: the caps still hold on this stack
+  if (!started) return run_guarded(argc, argv);  // no thread to be had: the caps still hold on this stack
   pthread_join(thread, nullptr);
   return call.rc;
 }

@@ -1,5 +1,6 @@
 // split ends (and the range helpers of passes.h): an END closing several ranges becomes nested ENDs of one range each,
-// the last (innermost) range closed first, so every loop has exactly one closing node.
+// the last (innermost) range closed first, so every loop has exactly one closing node. An END that lists no
+// range any more (symbolic folds a range of one iteration to its value) closes nothing and goes.
 #include "generator/codegen/passes.h"
 
 #include <algorithm>
@@ -49,13 +50,36 @@ const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, 
   return done[sink->id];
 }
 
+// The ranges an END closes, outermost first: each listed RANGE, and for anything else listed the
+// ranges it depends on (a range that symbolic folded to its one value, a CONST, closes none).
+static std::vector<const UOp*> closed_ranges(const UOp* e) {
+  std::vector<const UOp*> out;
+  auto add = [&](const UOp* r) {
+    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  };
+  for (const UOp* s : e->src().subspan(1)) {
+    if (s->op == Op::RANGE) {
+      add(s);
+      continue;
+    }
+    std::vector<const UOp*> inner;
+    for (const UOp* u : toposort(s))
+      if (u->op == Op::RANGE) inner.push_back(u);
+    std::sort(inner.begin(), inner.end(),
+              [](const UOp* a, const UOp* b) { return a->arg<RangeArg>().axis < b->arg<RangeArg>().axis; });
+    for (const UOp* r : inner) add(r);
+  }
+  return out;
+}
+
 const PatternMatcher& pm_split_ends() {
   static const PatternMatcher pm({Rule(UPat::op({Op::END}).allow_any_len(), [](const Match& m) -> const UOp* {
     const UOp* e = m.root;
-    if (e->nsrc() <= 2) return nullptr;
+    if (e->nsrc() == 2 && e->src(1)->op == Op::RANGE) return nullptr;
     Context& ctx = e->ctx();
     const UOp* cur = e->src(0);
-    for (size_t i = e->nsrc(); i-- > 1;) cur = ctx.make(Op::END, dtypes::void_, {cur, e->src(i)});
+    std::vector<const UOp*> ranges = closed_ranges(e);
+    for (size_t i = ranges.size(); i-- > 0;) cur = ctx.make(Op::END, dtypes::void_, {cur, ranges[i]});
     return cur;
   })});
   return pm;

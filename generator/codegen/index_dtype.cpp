@@ -8,6 +8,16 @@
 
 namespace kiln::codegen {
 
+// A weakint CONST as source i of an ALU op next to a value of a concrete dtype (x * 2 on uint8) is
+// a literal of the value math, not index math: it stays weak for commit weak to give it x's dtype.
+static bool value_literal(const UOp* u, size_t i) {
+  const UOp* s = u->src(i);
+  if (!is_alu(u->op) || s->op != Op::CONST || s->dtype != dtypes::weakint || s->is_invalid()) return false;
+  for (size_t j = u->op == Op::WHERE ? 1 : 0; j < u->nsrc(); ++j)
+    if (j != i && !is_weak(u->src(j)->dtype) && (is_int(u->src(j)->dtype) || is_float(u->src(j)->dtype))) return true;
+  return false;
+}
+
 const UOp* lower_index_dtype(const UOp* sink) {
   std::vector<const UOp*> order = toposort(sink);
   bool fits = true;
@@ -23,8 +33,9 @@ const UOp* lower_index_dtype(const UOp* sink) {
   for (const UOp* u : order) {
     src.clear();
     bool changed = false;
-    for (const UOp* s : u->src()) {
-      src.push_back(done[s->id]);
+    for (size_t i = 0; i < u->nsrc(); ++i) {
+      const UOp* s = u->src(i);
+      src.push_back(value_literal(u, i) ? s : done[s->id]);
       changed |= src.back() != s;
     }
     const UOp* r = u;

@@ -69,7 +69,8 @@ inline constexpr const char* kCoresVar = ".cores";
 inline constexpr int64_t kMaxCores = 256;
 const UOp* add_gpudims(const UOp* sink);
 
-// split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last.
+// split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last; an END
+// of no range (END(x, 0): symbolic folded a range of one iteration) -> x.
 const PatternMatcher& pm_split_ends();
 
 // lower index dtype (index_dtype.cpp): weakint becomes int32 where every index value of the

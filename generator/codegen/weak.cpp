@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "generator/codegen/passes.h"
+#include "generator/symbolic/symbolic.h"
 
 namespace kiln::codegen {
 
@@ -36,13 +37,25 @@ const UOp* commit(const Match& m) {
   return changed ? u->with_src(src) : nullptr;
 }
 
+// CAST:T(CAST:weakfloat(x)) -> CAST:T(x) for a float T: a weak float cast (a dim in float math,
+// 0.5 * N) has the width of the concrete float cast over it
+const UOp* commit_weak_cast(const Match& m) {
+  const UOp *c = m.root, *w = c->src(0);
+  if (w->dtype != dtypes::weakfloat || !is_float(c->dtype) || is_weak(c->dtype)) return nullptr;
+  return w->src(0)->cast(c->dtype);
+}
+
 }  // namespace
 
 const PatternMatcher& pm_commit_weak() {
-  static const PatternMatcher pm(
-      {Rule(UPat::op(OpSet::of_group(G_UNARY | G_BINARY | G_TERNARY) | OpSet{Op::CAST, Op::BITCAST, Op::STORE})
-                .allow_any_len(),
-            commit)});
+  // with the seeds' pm_cast_weak: weak math under a concrete CAST takes that CAST's width
+  static const PatternMatcher pm =
+      PatternMatcher(
+          {Rule(UPat::op(OpSet::of_group(G_UNARY | G_BINARY | G_TERNARY) | OpSet{Op::CAST, Op::BITCAST, Op::STORE})
+                    .allow_any_len(),
+                commit),
+           Rule(UPat::op(Op::CAST, {UPat::op(Op::CAST)}), commit_weak_cast)}) +
+      pm_cast_weak();
   return pm;
 }
 

@@ -30,6 +30,21 @@ Tensor reduce(const Tensor& t, Op op, const std::vector<int>& axes) {
   return op == Op::ADD ? t.sum(axes) : op == Op::MUL ? t.prod(axes) : t.max(axes);
 }
 
+// the reduction of n elements as kParts partial results, then theirs (throws ShapeError)
+const UOp* split_into_parts(Context& ctx, const UOp* red, const UOp* n, size_t out_rank) {
+  Op op = red->arg<ReduceArg>().op;
+  Tensor x(&ctx, red->src(0));
+  // parts of len elements, the last padded: len * kParts = n + pad, with pad written so that range
+  // analysis sees it is never negative
+  const UOp* len = simplify_dim((Expr(n) + (kParts - 1)) / kParts);
+  const UOp* pad = simplify_dim(Expr(lift(n, kParts - 1)) - (Expr(n) + (kParts - 1)) % kParts);
+  Tensor flat = x.reshape({n});
+  if (!dim_is(pad, 0)) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
+  Tensor parts = reduce(flat.reshape({kParts, len}), op, {1});
+  std::vector<Dim> ones(out_rank, Dim(1));
+  return reduce(parts, op, {0}).reshape(ones).uop();
+}
+
 // the parts form of a REDUCE to one value, or nullptr when it is not one or is short
 const UOp* split(Context& ctx, ShapeCache& shapes, const UOp* red) {
   Op op = red->arg<ReduceArg>().op;
@@ -39,16 +54,14 @@ const UOp* split(Context& ctx, ShapeCache& shapes, const UOp* red) {
     if (!dim_is(d, 1)) return nullptr;
   const UOp* n = dim_product(shapes.shape_of(red->src(0)));
   if (n->vmax().i < kLongEnough) return nullptr;
-  Tensor x(&ctx, red->src(0));
-  // parts of len elements, the last padded: len * kParts = n + pad, with pad written so that range
-  // analysis sees it is never negative
-  const UOp* len = simplify_dim((Expr(n) + (kParts - 1)) / kParts);
-  const UOp* pad = simplify_dim(Expr(lift(n, kParts - 1)) - (Expr(n) + (kParts - 1)) % kParts);
-  Tensor flat = x.reshape({n});
-  if (!dim_is(pad, 0)) flat = flat.pad_value({{Dim(0), Dim(pad)}}, identity(op, red->dtype));
-  Tensor parts = reduce(flat.reshape({kParts, len}), op, {1});
-  std::vector<Dim> ones(out.size(), Dim(1));
-  return reduce(parts, op, {0}).reshape(ones).uop();
+  // The shapes below agree only where symbolic proves n + pad == kParts * len, which it cannot
+  // for every form of n (a dim declared a multiple of 16, a product of dims): the split is an
+  // optimization, and where it cannot be shaped the reduction stays one kernel.
+  try {
+    return split_into_parts(ctx, red, n, out.size());
+  } catch (const ShapeError&) {
+    return nullptr;
+  }
 }
 
 }  // namespace

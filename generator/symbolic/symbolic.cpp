@@ -202,13 +202,15 @@ PatternMatcher make_symbolic() {
              return u->vmin() == u->vmax() ? u->const_like(u->vmin()) : nullptr;
            }),
 
-      // ** max folding
+      // ** max folding (not for floats: where() picks a side for NaN, MAX propagates it)
       Rule((ca < b).where(b, cc),
            [](const Match& m) -> const UOp* {
+             if (is_float(m[b]->dtype)) return nullptr;
              return m[a]->cval() == m[c]->cval() ? maximum(m[a], m[b]).get() : nullptr;
            }),
       Rule((a < cb).where(cc, a),
            [](const Match& m) -> const UOp* {
+             if (is_float(m[a]->dtype)) return nullptr;
              return m[b]->cval() == m[c]->cval() ? maximum(m[a], m[b]).get() : nullptr;
            }),
       Rule(x.maximum(y),

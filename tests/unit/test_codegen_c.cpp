@@ -633,3 +633,52 @@ TEST_F(CodegenTest, LoopsVectorsCannotExpressStayScalar) {
   crun::Library lib = crun::Library::compile(render::c_preamble() + src, kStrict);
   EXPECT_EQ(compare(p, lib, {{".cores", 2}}, 5), "") << src;
 }
+
+// ---------------------------------------------------------------- sizes one past a multiple of the lanes
+
+TEST_F(CodegenTest, SizesOnePastAMultipleOfTheLanesCompileAndAgree) {
+  // 64k + 1 elements: one element past the last row of 64 lanes (a tail loop of one iteration,
+  // which symbolic folds away); also where simplify ranges merges rows into such a length
+  for (int64_t n : {129, 193, 257, 65}) {
+    ins.clear();
+    Tensor x = input("x", {n});
+    expect_matches({x * 2, x.exp()});
+  }
+  ins.clear();
+  Tensor a = input("a", {63, 127}), r = input("r", {31, 129});
+  expect_matches({a * 2, r.sum({0}), r.max({0}, true)});
+  ins.clear();
+  const UOp* m = ctx.var("M", 1, 64);
+  Tensor p = input("p", {m, 16}), q = input("q", {16, 129});
+  expect_matches({p.matmul(q)}, {{{"M", 1}}, {{"M", 5}}, {{"M", 64}}});
+}
+
+TEST(CodegenCores, EveryElementIsStoredByExactlyOneCore) {
+  // each core's call stores its share: run alone on an output of NaNs, the cores' shares must
+  // cover every element once (a tail stored by every core is a race between them)
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{129}, {193}, {200}, {63, 127}, {31, 129}}) {
+    Context ctx;
+    std::vector<Dim> dims(shape.begin(), shape.end());
+    Tensor x = Tensor::input(ctx, "x", dtypes::float32, dims);
+    std::vector<Tensor> ins{x}, outs{shape.size() == 2 && shape[0] == 31 ? x.sum({0}) : x * 2};
+    schedule::Schedule s = schedule::schedule(ins, outs, "k");
+    ASSERT_EQ(s.kernels.size(), 1u);
+    codegen::CKernel ck = codegen::compile_to_c(s.kernels[0].ast, s.vars);
+    ASSERT_TRUE(ck.parallel) << ck.source;
+    crun::Library lib = crun::Library::compile(render::c_preamble() + ck.source, kStrict);
+    int64_t in_n = 1, out_n = 1;
+    for (int64_t d : shape) in_n *= d;
+    for (int64_t d : oracle::eval_shape(outs[0].shape(), {})) out_n *= d;
+    std::vector<float> in(size_t(in_n), 1.0f);
+    std::vector<int> writers(size_t(out_n), 0);
+    const int32_t cores = 3;
+    for (int32_t core = 0; core < cores; ++core) {
+      std::vector<float> out(size_t(out_n), std::numeric_limits<float>::quiet_NaN());
+      void* bufs[2] = {out.data(), in.data()};
+      lib.get(ck.name)(bufs, nullptr, core, cores);
+      for (size_t i = 0; i < out.size(); ++i) writers[i] += !std::isnan(out[i]);
+    }
+    for (size_t i = 0; i < writers.size(); ++i)
+      EXPECT_EQ(writers[i], 1) << "element " << i << " of " << out_n << "\n" << ck.source;
+  }
+}

@@ -398,9 +398,20 @@ const UOp* store_lanes(const Match& m, void* vctx) {
   }
   // the n % width elements past the last full row, one at a time (shared among the cores as the
   // rows are), in the same body of the outer loops
-  const UOp* rest = ctx.make(Op::RANGE, r->dtype, {simplify(Expr(n) % width)}, RangeArg{sl.next_axis++, ra.type, 0});
-  const UOp* both = ctx.make(Op::GROUP, dtypes::void_,
-                             {closed(main_st, {outer, lane}), closed(substitute(st, r, rows * width + rest), {rest})});
+  const UOp* left = simplify(Expr(n) % width);
+  const UOp* tail = nullptr;
+  if (left->op == Op::CONST && left->ival() == 1) {
+    // one element is no loop (symbolic folds a range of one iteration, and with it a Thread
+    // loop's share): where the cores share r, core 0 alone stores it
+    tail = substitute(st, r, rows * width);
+    if (ra.type == AxisType::Thread)
+      tail = ctx.make(Op::STORE, dtypes::void_,
+                      {gate_index(tail->src(0), Expr(ctx.var(kCoreVar, 0, kMaxCores - 1)) < 1), tail->src(1)});
+  } else {
+    const UOp* rest = ctx.make(Op::RANGE, r->dtype, {left}, RangeArg{sl.next_axis++, ra.type, 0});
+    tail = closed(substitute(st, r, rows * width + rest), {rest});
+  }
+  const UOp* both = ctx.make(Op::GROUP, dtypes::void_, {closed(main_st, {outer, lane}), tail});
   return outer_loops.empty() ? both : closed(both, outer_loops);
 }
 

@@ -1,12 +1,10 @@
 #include "generator/emit/library.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "generator/codegen/pipeline.h"
@@ -365,18 +363,16 @@ class Generator {
   }
 
   bool load(const std::string& path, std::string& err) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      err += "kiln: error: cannot open " + path + "\n";
+    frontend::InputFile in = frontend::read_input_file(path);
+    if (!in.ok()) {
+      err += in.error;
       return false;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
     SpecFile f;
     f.path = path;
     f.base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     f.part = part_name(path);
-    f.source = std::make_unique<frontend::SourceFile>(path, text.str());
+    f.source = std::make_unique<frontend::SourceFile>(path, std::move(in.text));
     frontend::ParseResult parsed = frontend::parse_spec(*f.source);
     std::vector<frontend::Diagnostic> errors = std::move(parsed.diagnostics);
     if (errors.empty()) errors = frontend::check_spec(parsed.spec);
@@ -1039,14 +1035,13 @@ struct Variant {
     for (const std::string& spec : o_.specs) {
       std::string path = (o_.parts_dir.empty() ? std::string(".") : o_.parts_dir) + "/" + o_.name + "_" +
                          part_name(spec) + ".manifest.json";
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        r.errors = "kiln: error: cannot open " + path + " (kiln gen --emit spec " + spec + " writes it)\n";
+      frontend::InputFile in = frontend::read_input_file(path);
+      if (!in.ok()) {
+        in.error.pop_back();
+        r.errors = in.error + " (kiln gen --emit spec " + spec + " writes it)\n";
         return r;
       }
-      std::ostringstream text;
-      text << in.rdbuf();
-      parts.push_back(text.str());
+      parts.push_back(std::move(in.text));
     }
     r.files.push_back({o_.name + ".h", umbrella()});
     std::string merged;

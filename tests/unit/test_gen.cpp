@@ -143,7 +143,14 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
-  EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})), "kiln: error: cannot open " + spec + ".missing\n");
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),
+            spec + ".missing: error: cannot open (No such file or directory)\n");
+  // a directory is not an empty spec, and a device that never ends is not read to its end
+  std::string dir = spec.substr(0, spec.size() - 6) + "dir.kiln";
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {dir})), dir + ": error: is a directory, not a file\n");
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {"/dev/zero"})),
+            "/dev/zero: error: is larger than 16 MiB, the most kiln reads from an input file\n");
   std::string twice = error(opts("lib", {"cpu"}, {spec, write("e.kiln", kSpec)}));
   EXPECT_NE(twice.find("e.kiln:4:8: error: kernel 'gemm' is also defined in " + spec), std::string::npos) << twice;
   std::string bad = error(
@@ -238,7 +245,9 @@ TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
             "kiln: error: lib_my_net.manifest.json was written for other targets: write it again with these "
             "options\n");
   std::string missing = emit::generate(opts("lib", {"cpu"}, {dir + "/none.kiln"}, emit::Emit::Library, dir)).errors;
-  EXPECT_EQ(missing.find("kiln: error: cannot open " + dir + "/lib_none.manifest.json"), 0u) << missing;
+  EXPECT_EQ(missing,
+            dir + "/lib_none.manifest.json: error: cannot open (No such file or directory) (kiln gen --emit spec " +
+                dir + "/none.kiln writes it)\n");
   EXPECT_EQ(emit::generate(opts("lib", targets, {a, b}, emit::Emit::Spec)).errors,
             "kiln: error: --emit spec writes the files of one spec (got 2)\n");
 }

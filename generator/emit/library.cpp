@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "generator/codegen/pipeline.h"
+#include "generator/emit/names.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
@@ -121,22 +122,6 @@ int runtime_dtype(DType d) {
 }
 std::string dtype_enum(DType d) { return kRuntimeDTypes[runtime_dtype(d)].enumerator; }
 std::string dtype_short(DType d) { return kRuntimeDTypes[runtime_dtype(d)].name; }
-
-bool cxx_keyword(const std::string& s) {
-  static const std::set<std::string> words = {
-      "alignas",  "alignof", "and",      "asm",       "auto",     "bool",      "break",     "case",     "catch",
-      "char",     "class",   "const",    "constexpr", "continue", "default",   "delete",    "do",       "double",
-      "else",     "enum",    "explicit", "export",    "extern",   "false",     "float",     "for",      "friend",
-      "goto",     "if",      "inline",   "int",       "long",     "mutable",   "namespace", "new",      "noexcept",
-      "not",      "nullptr", "operator", "or",        "private",  "protected", "public",    "register", "return",
-      "short",    "signed",  "sizeof",   "static",    "struct",   "switch",    "template",  "this",     "throw",
-      "true",     "try",     "typedef",  "typename",  "union",    "unsigned",  "using",     "virtual",  "void",
-      "volatile", "while",   "xor",      "ctx",       "kiln",     "std"};
-  return words.contains(s);
-}
-
-// a spec's name as a C++ parameter name (a keyword gets a trailing underscore)
-std::string cxx_name(const std::string& n) { return cxx_keyword(n) ? n + "_" : n; }
 
 // index math over the dims as C++ (d[i]) or as text for people (the dim names)
 std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, bool cxx) {
@@ -328,8 +313,13 @@ class Generator {
       return std::all_of(s.begin(), s.end(),
                          [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     };
-    if (!ident(o_.name) || cxx_keyword(o_.name)) {
+    std::string why = ident(o_.name) ? reserved_in_cxx(o_.name) : "";
+    if (!ident(o_.name) || why == "it is a keyword") {
       err = "kiln: error: --name '" + o_.name + "' is not a C identifier\n";
+      return false;
+    }
+    if (!why.empty()) {
+      err = "kiln: error: --name '" + o_.name + "' cannot be the library's namespace (" + why + ")\n";
       return false;
     }
     if (o_.targets.empty()) {
@@ -410,7 +400,8 @@ class Generator {
         err += frontend::render(frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' " + why));
         return false;
       };
-      if (cxx_keyword(k.name)) return clash("cannot be a C++ function name (it is a keyword)");
+      if (std::string why = reserved_in_cxx(k.name); !why.empty())
+        return clash("cannot be a C++ function name (" + why + ")");
       for (const SpecFile& g : files_)  // every spec of the library: one namespace
         for (const frontend::Kernel& other : g.spec.kernels)
           for (const char* suffix : {"_explain", "_workspace_size"})
@@ -426,7 +417,6 @@ class Generator {
         for (const frontend::Param& p : ps) {
           Arg a;
           a.name = p.name;
-          a.cxx = cxx_name(p.name);
           a.dtype = *parse_dtype(p.dtype);
           a.output = output;
           for (const frontend::ShapeItem& it : p.shape) {
@@ -444,6 +434,11 @@ class Generator {
       };
       add_args(k.params, false);
       add_args(k.outputs, true);
+      std::vector<std::string> names;
+      for (const Arg& a : ki.args) names.push_back(a.name);
+      // the header's parameters; ctx is the last one's, kiln and std are namespaces it names
+      std::vector<std::string> cxx = cxx_parameter_names(names, {"ctx", "kiln", "std"});
+      for (size_t i = 0; i < ki.args.size(); ++i) ki.args[i].cxx = cxx[i];
       std::sort(ki.dims.begin(), ki.dims.end());
       if (!build_variants(f, k, ki, err)) return false;
       kernels_.push_back(std::move(ki));
@@ -544,10 +539,12 @@ class Generator {
   }
 
   std::string dims_params(const KernelInfo& k, bool header = true) const {
+    std::vector<std::string> names;
+    for (int32_t d : k.dims) names.push_back(files_[k.file].spec.dims[size_t(d)].name);
+    std::vector<std::string> cxx = cxx_parameter_names(names, {"kiln", "std"});
     std::string s;
-    for (int32_t d : k.dims)
-      s += (s.empty() ? "" : ", ") + std::string("int64_t ") +
-           (header ? cxx_name(files_[k.file].spec.dims[size_t(d)].name) : "dim" + std::to_string(d));
+    for (size_t i = 0; i < k.dims.size(); ++i)
+      s += (s.empty() ? "" : ", ") + std::string("int64_t ") + (header ? cxx[i] : "dim" + std::to_string(k.dims[i]));
     return s;
   }
 
@@ -809,15 +806,17 @@ struct Variant {
   std::string entry_points(const KernelInfo& k) const {
     const SpecFile& f = files_[k.file];
     std::string nd = std::to_string(std::max<size_t>(f.dims.size(), 1));
+    // in the library's namespace, where a kernel's name hides a name of the dispatch's own: those are
+    // spelled from the global namespace
     std::string init = "  int64_t d[" + nd + "];\n  for (int64_t& x : d) x = -1;\n";
     std::string names;
     for (size_t i = 0; i < k.args.size(); ++i) names += param(k, i, false) + ", ";
     std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false, false) + ", kiln::Context* ctx) {\n" + init;
-    s += "  kiln::Status st = bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
+    s += "  kiln::Status st = ::bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
     s += "  void* const args[] = {";
     for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
     s += "};\n";
-    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  const ::Variant* v = ::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
     s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
          ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
     s += "  return v->run(args, d, ctx);\n}\n";
@@ -829,14 +828,14 @@ struct Variant {
       s += "  if (" + n + " < " + std::to_string(fd.min) + " || " + n + " > " + std::to_string(fd.max) +
            ") return 0;\n  d[" + std::to_string(i) + "] = " + n + ";\n";
     }
-    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  const ::Variant* v = ::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
     s += "  return v ? v->workspace(d) : 0;\n}\n";
     // explain
     s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ") {\n" + init;
-    s += "  kiln::Status st = bind_" + k.name + "(" + names +
+    s += "  kiln::Status st = ::bind_" + k.name + "(" + names +
          "d);\n  if (!st.ok()) return \"error: \" + st.message();\n";
-    s += "  return explain(\"" + k.name + "\", kVariants_" + k.name + ", kVariantCount_" + k.name + ", d, kDimNames_" +
-         k.name + ");\n}\n";
+    s += "  return ::explain(\"" + k.name + "\", ::kVariants_" + k.name + ", ::kVariantCount_" + k.name +
+         ", d, ::kDimNames_" + k.name + ");\n}\n";
     return s;
   }
 

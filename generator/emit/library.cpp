@@ -123,38 +123,50 @@ int runtime_dtype(DType d) {
 std::string dtype_enum(DType d) { return kRuntimeDTypes[runtime_dtype(d)].enumerator; }
 std::string dtype_short(DType d) { return kRuntimeDTypes[runtime_dtype(d)].name; }
 
-// index math over the dims as C++ (d[i]) or as text for people (the dim names)
-std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, bool cxx) {
-  auto s = [&](size_t i) { return expr_text(u->src(i), dims, cxx); };
+// How index math over the dims is written: for people (the dim names), as C++ over d[i], or as C++
+// that counts the overflows in a kiln::detail::CheckedSize named c (sizes at dims their ranges
+// allow may not fit in 64 bits)
+enum class Style { Text, Cxx, Checked };
+
+std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, Style style) {
+  auto s = [&](size_t i) { return expr_text(u->src(i), dims, style); };
+  auto op = [&](const char* infix, const char* checked) {
+    return style == Style::Checked ? std::string("c.") + checked + "(" + s(0) + ", " + s(1) + ")"
+                                   : "(" + s(0) + " " + infix + " " + s(1) + ")";
+  };
   switch (u->op) {
     case Op::CONST:
-      return std::to_string(u->ival()) + (cxx ? "LL" : "");
+      return std::to_string(u->ival()) + (style == Style::Text ? "" : "LL");
     case Op::DEFINE_VAR: {
       std::string_view n = u->arg<VarArg>().name;
       for (size_t i = 0; i < dims.size(); ++i)
-        if (dims[i]->arg<VarArg>().name == n) return cxx ? "d[" + std::to_string(i) + "]" : std::string(n);
+        if (dims[i]->arg<VarArg>().name == n)
+          return style == Style::Text ? std::string(n) : "d[" + std::to_string(i) + "]";
       throw InternalError("kiln gen: " + std::string(n) + " is not a dim of the spec");
     }
     case Op::ADD:
-      return "(" + s(0) + " + " + s(1) + ")";
+      return op("+", "add");
     case Op::SUB:
-      return "(" + s(0) + " - " + s(1) + ")";
+      return op("-", "sub");
     case Op::MUL:
-      return "(" + s(0) + " * " + s(1) + ")";
+      return op("*", "mul");
     case Op::NEG:
-      return "(-" + s(0) + ")";
+      return style == Style::Checked ? "c.neg(" + s(0) + ")" : "(-" + s(0) + ")";
     case Op::CDIV:
     case Op::FLOORDIV:  // index math of sizes: non-negative, where floor and C's division agree
       if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
         throw InternalError("kiln gen: a size divides a value that may be negative");
-      return "(" + s(0) + " / " + s(1) + ")";
+      return op("/", "div");
     case Op::CMOD:
     case Op::FLOORMOD:
       if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
         throw InternalError("kiln gen: a size takes a remainder of a value that may be negative");
-      return "(" + s(0) + " % " + s(1) + ")";
+      return op("%", "mod");
     case Op::MAX:
-      return (cxx ? "kiln_max(" : "max(") + s(0) + ", " + s(1) + ")";
+      return std::string(style == Style::Text  ? "max("
+                         : style == Style::Cxx ? "kiln_max("
+                                               : "c.max(") +
+             s(0) + ", " + s(1) + ")";
     default:
       throw InternalError("kiln gen: cannot write " + std::string(op_name(u->op)) + " in a size");
   }
@@ -585,7 +597,8 @@ class Generator {
         s += (sp.empty() ? "" : ", specialized for " + sp) + "\n";
       }
       s += "kiln::Status " + k.name + "(" + signature(k, true) + ");\n";
-      s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges)\n";
+      s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges, SIZE_MAX\n"
+           "// when the bytes are too many to count: a call with them is refused)\n";
       s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + ");\n";
       s += "// which variant a call with these arguments takes, and why (or what is wrong with the call)\n";
       s += "std::string " + k.name + "_explain(" + signature(k, false) + ");\n";
@@ -736,6 +749,20 @@ struct Variant {
         }
       }
     }
+    // every output apart from every other argument: the kernels read and write them as if they were
+    // (no kernel is declared in place), and a refused call writes nothing
+    const size_t inputs = count_inputs(k);
+    if (inputs < k.args.size() && k.args.size() > 1) {
+      s += "  {\n";
+      for (size_t i = 0; i < k.args.size(); ++i)
+        s += "    const kiln::detail::Extent e" + std::to_string(i) + " = " + extent_text(k, i) + ";\n";
+      for (size_t o = inputs; o < k.args.size(); ++o)
+        for (size_t x = 0; x < o; ++x)
+          s += "    if (kiln::detail::overlap(e" + std::to_string(o) + ", e" + std::to_string(x) +
+               ")) return kiln::detail::overlap_error(" + kq + ", \"" + k.args[o].name + "\", \"" + k.args[x].name +
+               "\", " + (x >= inputs ? "true" : "false") + ");\n";
+      s += "  }\n";
+    }
     s += "  return kiln::Status();\n}\n\n";
     std::string table;
     for (const Target* t : targets_) {
@@ -745,14 +772,18 @@ struct Variant {
       table += guard_open;
       for (const Variant& v : k.variants) {
         std::string id = k.name + "_" + v.tag + "_" + t->symbol;
-        s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  return std::size_t(" +
-             expr_text(v.sched.workspace_bytes, f.dims, true) + ");\n}\n";
+        // SIZE_MAX when the bytes cannot be counted: the call is refused, <kernel>_workspace_size says it
+        s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  kiln::detail::CheckedSize c;\n" +
+             "  const int64_t bytes = " + expr_text(v.sched.workspace_bytes, f.dims, Style::Checked) +
+             ";\n  return c.bytes(bytes);\n}\n";
         s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n";
         s += "  kiln::Status st;\n  (void)ctx;\n";
         bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0);
         if (ws)
-          s += "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, workspace_" + id +
-               "(d), &st));\n  if (!st.ok()) return st;\n";
+          s += "  const std::size_t ws_bytes = workspace_" + id + "(d);\n  if (ws_bytes == SIZE_MAX) return " +
+               "kiln::detail::workspace_overflow(\"" + k.name + "\");\n" +
+               "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, ws_bytes, &st));\n" +
+               "  if (!st.ok()) return st;\n";
         for (size_t i = 0; i < v.kernels.size(); ++i) {
           const auto& sk = v.sched.kernels[i];
           std::string bufs;
@@ -762,7 +793,8 @@ struct Variant {
             if (buf.kind == schedule::Buffer::Kind::Input) p = "args[" + std::to_string(buf.position) + "]";
             if (buf.kind == schedule::Buffer::Kind::Output)
               p = "args[" + std::to_string(size_t(buf.position) + count_inputs(k)) + "]";
-            if (buf.kind == schedule::Buffer::Kind::Intermediate) p = "ws + " + expr_text(buf.offset, f.dims, true);
+            if (buf.kind == schedule::Buffer::Kind::Intermediate)
+              p = "ws + " + expr_text(buf.offset, f.dims, Style::Cxx);
             bufs += (bufs.empty() ? "" : ", ") + p;
           }
           std::string fn = fn_name(v.kernels[i], *t);
@@ -797,6 +829,27 @@ struct Variant {
     if (f.dims.empty()) s += "\"\"";
     s += "};\n\n";
     return s;
+  }
+
+  // The bytes argument i occupies, once its dims are bound: the product of the bound dims, with no
+  // overflow check where none can overflow at their maximums (the common case: a few instructions
+  // per call), else the runtime's saturating count
+  std::string extent_text(const KernelInfo& k, size_t i) const {
+    const Arg& a = k.args[i];
+    uint64_t bound = itemsize(a.dtype), literal = bound;
+    bool fast = true;
+    std::string dims;
+    for (const ShapeAxis& x : a.shape) {
+      const int64_t most = x.literal ? x.size : files_[k.file].spec.dims[size_t(x.dim)].max;
+      fast &= x.literal || files_[k.file].spec.dims[size_t(x.dim)].min >= 1;  // no elements: no extent
+      fast &= most >= 0 && !__builtin_mul_overflow(bound, uint64_t(most), &bound);
+      if (x.literal)
+        literal *= uint64_t(x.size);
+      else
+        dims += " * uint64_t(d[" + std::to_string(x.dim) + "])";
+    }
+    if (!fast) return "kiln::detail::extent(" + param(k, i, false) + ".t, " + std::to_string(itemsize(a.dtype)) + ")";
+    return "kiln::detail::extent_of(" + param(k, i, false) + ".t.data, " + std::to_string(literal) + "ULL" + dims + ")";
   }
 
   size_t count_inputs(const KernelInfo& k) const {
@@ -936,7 +989,7 @@ struct Variant {
           vj["name"] = k.name + "[" + v.tag + "]";
           vj["target"] = t->name;
           vj["guard"] = guard_text(v, f.dims);
-          vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, false);
+          vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, Style::Text);
           json kernels = json::array();
           for (size_t i = 0; i < v.kernels.size(); ++i) {
             const Compiled& c = v.kernels[i];
@@ -945,8 +998,8 @@ struct Variant {
             cj["symbol"] = fn_name(c, *t);
             cj["opts"] = c.opts;
             cj["parallel"] = c.parallel;
-            cj["flops"] = expr_text(e.flops, f.dims, false);
-            cj["bytes"] = expr_text(e.bytes, f.dims, false);
+            cj["flops"] = expr_text(e.flops, f.dims, Style::Text);
+            cj["bytes"] = expr_text(e.bytes, f.dims, Style::Text);
             kernels.push_back(cj);
           }
           vj["kernels"] = kernels;

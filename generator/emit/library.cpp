@@ -1,15 +1,14 @@
 #include "generator/emit/library.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "generator/codegen/pipeline.h"
+#include "generator/emit/names.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
@@ -124,54 +123,50 @@ int runtime_dtype(DType d) {
 std::string dtype_enum(DType d) { return kRuntimeDTypes[runtime_dtype(d)].enumerator; }
 std::string dtype_short(DType d) { return kRuntimeDTypes[runtime_dtype(d)].name; }
 
-bool cxx_keyword(const std::string& s) {
-  static const std::set<std::string> words = {
-      "alignas",  "alignof", "and",      "asm",       "auto",     "bool",      "break",     "case",     "catch",
-      "char",     "class",   "const",    "constexpr", "continue", "default",   "delete",    "do",       "double",
-      "else",     "enum",    "explicit", "export",    "extern",   "false",     "float",     "for",      "friend",
-      "goto",     "if",      "inline",   "int",       "long",     "mutable",   "namespace", "new",      "noexcept",
-      "not",      "nullptr", "operator", "or",        "private",  "protected", "public",    "register", "return",
-      "short",    "signed",  "sizeof",   "static",    "struct",   "switch",    "template",  "this",     "throw",
-      "true",     "try",     "typedef",  "typename",  "union",    "unsigned",  "using",     "virtual",  "void",
-      "volatile", "while",   "xor",      "ctx",       "kiln",     "std"};
-  return words.contains(s);
-}
+// How index math over the dims is written: for people (the dim names), as C++ over d[i], or as C++
+// that counts the overflows in a kiln::detail::CheckedSize named c (sizes at dims their ranges
+// allow may not fit in 64 bits)
+enum class Style { Text, Cxx, Checked };
 
-// a spec's name as a C++ parameter name (a keyword gets a trailing underscore)
-std::string cxx_name(const std::string& n) { return cxx_keyword(n) ? n + "_" : n; }
-
-// index math over the dims as C++ (d[i]) or as text for people (the dim names)
-std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, bool cxx) {
-  auto s = [&](size_t i) { return expr_text(u->src(i), dims, cxx); };
+std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, Style style) {
+  auto s = [&](size_t i) { return expr_text(u->src(i), dims, style); };
+  auto op = [&](const char* infix, const char* checked) {
+    return style == Style::Checked ? std::string("c.") + checked + "(" + s(0) + ", " + s(1) + ")"
+                                   : "(" + s(0) + " " + infix + " " + s(1) + ")";
+  };
   switch (u->op) {
     case Op::CONST:
-      return std::to_string(u->ival()) + (cxx ? "LL" : "");
+      return std::to_string(u->ival()) + (style == Style::Text ? "" : "LL");
     case Op::DEFINE_VAR: {
       std::string_view n = u->arg<VarArg>().name;
       for (size_t i = 0; i < dims.size(); ++i)
-        if (dims[i]->arg<VarArg>().name == n) return cxx ? "d[" + std::to_string(i) + "]" : std::string(n);
+        if (dims[i]->arg<VarArg>().name == n)
+          return style == Style::Text ? std::string(n) : "d[" + std::to_string(i) + "]";
       throw InternalError("kiln gen: " + std::string(n) + " is not a dim of the spec");
     }
     case Op::ADD:
-      return "(" + s(0) + " + " + s(1) + ")";
+      return op("+", "add");
     case Op::SUB:
-      return "(" + s(0) + " - " + s(1) + ")";
+      return op("-", "sub");
     case Op::MUL:
-      return "(" + s(0) + " * " + s(1) + ")";
+      return op("*", "mul");
     case Op::NEG:
-      return "(-" + s(0) + ")";
+      return style == Style::Checked ? "c.neg(" + s(0) + ")" : "(-" + s(0) + ")";
     case Op::CDIV:
     case Op::FLOORDIV:  // index math of sizes: non-negative, where floor and C's division agree
       if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
         throw InternalError("kiln gen: a size divides a value that may be negative");
-      return "(" + s(0) + " / " + s(1) + ")";
+      return op("/", "div");
     case Op::CMOD:
     case Op::FLOORMOD:
       if (u->src(0)->vmin().i < 0 || u->src(1)->vmin().i <= 0)
         throw InternalError("kiln gen: a size takes a remainder of a value that may be negative");
-      return "(" + s(0) + " % " + s(1) + ")";
+      return op("%", "mod");
     case Op::MAX:
-      return (cxx ? "kiln_max(" : "max(") + s(0) + ", " + s(1) + ")";
+      return std::string(style == Style::Text  ? "max("
+                         : style == Style::Cxx ? "kiln_max("
+                                               : "c.max(") +
+             s(0) + ", " + s(1) + ")";
     default:
       throw InternalError("kiln gen: cannot write " + std::string(op_name(u->op)) + " in a size");
   }
@@ -330,8 +325,13 @@ class Generator {
       return std::all_of(s.begin(), s.end(),
                          [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
     };
-    if (!ident(o_.name) || cxx_keyword(o_.name)) {
+    std::string why = ident(o_.name) ? reserved_in_cxx(o_.name) : "";
+    if (!ident(o_.name) || why == "it is a keyword") {
       err = "kiln: error: --name '" + o_.name + "' is not a C identifier\n";
+      return false;
+    }
+    if (!why.empty()) {
+      err = "kiln: error: --name '" + o_.name + "' cannot be the library's namespace (" + why + ")\n";
       return false;
     }
     if (o_.targets.empty()) {
@@ -365,18 +365,16 @@ class Generator {
   }
 
   bool load(const std::string& path, std::string& err) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      err += "kiln: error: cannot open " + path + "\n";
+    frontend::InputFile in = frontend::read_input_file(path);
+    if (!in.ok()) {
+      err += in.error;
       return false;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
     SpecFile f;
     f.path = path;
     f.base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
     f.part = part_name(path);
-    f.source = std::make_unique<frontend::SourceFile>(path, text.str());
+    f.source = std::make_unique<frontend::SourceFile>(path, std::move(in.text));
     frontend::ParseResult parsed = frontend::parse_spec(*f.source);
     std::vector<frontend::Diagnostic> errors = std::move(parsed.diagnostics);
     if (errors.empty()) errors = frontend::check_spec(parsed.spec);
@@ -414,7 +412,8 @@ class Generator {
         err += frontend::render(frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' " + why));
         return false;
       };
-      if (cxx_keyword(k.name)) return clash("cannot be a C++ function name (it is a keyword)");
+      if (std::string why = reserved_in_cxx(k.name); !why.empty())
+        return clash("cannot be a C++ function name (" + why + ")");
       for (const SpecFile& g : files_)  // every spec of the library: one namespace
         for (const frontend::Kernel& other : g.spec.kernels)
           for (const char* suffix : {"_explain", "_workspace_size"})
@@ -430,7 +429,6 @@ class Generator {
         for (const frontend::Param& p : ps) {
           Arg a;
           a.name = p.name;
-          a.cxx = cxx_name(p.name);
           a.dtype = *parse_dtype(p.dtype);
           a.output = output;
           for (const frontend::ShapeItem& it : p.shape) {
@@ -448,6 +446,11 @@ class Generator {
       };
       add_args(k.params, false);
       add_args(k.outputs, true);
+      std::vector<std::string> names;
+      for (const Arg& a : ki.args) names.push_back(a.name);
+      // the header's parameters; ctx is the last one's, kiln and std are namespaces it names
+      std::vector<std::string> cxx = cxx_parameter_names(names, {"ctx", "kiln", "std"});
+      for (size_t i = 0; i < ki.args.size(); ++i) ki.args[i].cxx = cxx[i];
       std::sort(ki.dims.begin(), ki.dims.end());
       if (!build_variants(f, k, ki, err)) return false;
       kernels_.push_back(std::move(ki));
@@ -548,10 +551,12 @@ class Generator {
   }
 
   std::string dims_params(const KernelInfo& k, bool header = true) const {
+    std::vector<std::string> names;
+    for (int32_t d : k.dims) names.push_back(files_[k.file].spec.dims[size_t(d)].name);
+    std::vector<std::string> cxx = cxx_parameter_names(names, {"kiln", "std"});
     std::string s;
-    for (int32_t d : k.dims)
-      s += (s.empty() ? "" : ", ") + std::string("int64_t ") +
-           (header ? cxx_name(files_[k.file].spec.dims[size_t(d)].name) : "dim" + std::to_string(d));
+    for (size_t i = 0; i < k.dims.size(); ++i)
+      s += (s.empty() ? "" : ", ") + std::string("int64_t ") + (header ? cxx[i] : "dim" + std::to_string(k.dims[i]));
     return s;
   }
 
@@ -592,7 +597,8 @@ class Generator {
         s += (sp.empty() ? "" : ", specialized for " + sp) + "\n";
       }
       s += "kiln::Status " + k.name + "(" + signature(k, true) + ");\n";
-      s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges)\n";
+      s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges, SIZE_MAX\n"
+           "// when the bytes are too many to count: a call with them is refused)\n";
       s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + ");\n";
       s += "// which variant a call with these arguments takes, and why (or what is wrong with the call)\n";
       s += "std::string " + k.name + "_explain(" + signature(k, false) + ");\n";
@@ -743,6 +749,20 @@ struct Variant {
         }
       }
     }
+    // every output apart from every other argument: the kernels read and write them as if they were
+    // (no kernel is declared in place), and a refused call writes nothing
+    const size_t inputs = count_inputs(k);
+    if (inputs < k.args.size() && k.args.size() > 1) {
+      s += "  {\n";
+      for (size_t i = 0; i < k.args.size(); ++i)
+        s += "    const kiln::detail::Extent e" + std::to_string(i) + " = " + extent_text(k, i) + ";\n";
+      for (size_t o = inputs; o < k.args.size(); ++o)
+        for (size_t x = 0; x < o; ++x)
+          s += "    if (kiln::detail::overlap(e" + std::to_string(o) + ", e" + std::to_string(x) +
+               ")) return kiln::detail::overlap_error(" + kq + ", \"" + k.args[o].name + "\", \"" + k.args[x].name +
+               "\", " + (x >= inputs ? "true" : "false") + ");\n";
+      s += "  }\n";
+    }
     s += "  return kiln::Status();\n}\n\n";
     std::string table;
     for (const Target* t : targets_) {
@@ -752,14 +772,18 @@ struct Variant {
       table += guard_open;
       for (const Variant& v : k.variants) {
         std::string id = k.name + "_" + v.tag + "_" + t->symbol;
-        s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  return std::size_t(" +
-             expr_text(v.sched.workspace_bytes, f.dims, true) + ");\n}\n";
+        // SIZE_MAX when the bytes cannot be counted: the call is refused, <kernel>_workspace_size says it
+        s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  kiln::detail::CheckedSize c;\n" +
+             "  const int64_t bytes = " + expr_text(v.sched.workspace_bytes, f.dims, Style::Checked) +
+             ";\n  return c.bytes(bytes);\n}\n";
         s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n";
         s += "  kiln::Status st;\n  (void)ctx;\n";
         bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0);
         if (ws)
-          s += "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, workspace_" + id +
-               "(d), &st));\n  if (!st.ok()) return st;\n";
+          s += "  const std::size_t ws_bytes = workspace_" + id + "(d);\n  if (ws_bytes == SIZE_MAX) return " +
+               "kiln::detail::workspace_overflow(\"" + k.name + "\");\n" +
+               "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, ws_bytes, &st));\n" +
+               "  if (!st.ok()) return st;\n";
         for (size_t i = 0; i < v.kernels.size(); ++i) {
           const auto& sk = v.sched.kernels[i];
           std::string bufs;
@@ -769,7 +793,8 @@ struct Variant {
             if (buf.kind == schedule::Buffer::Kind::Input) p = "args[" + std::to_string(buf.position) + "]";
             if (buf.kind == schedule::Buffer::Kind::Output)
               p = "args[" + std::to_string(size_t(buf.position) + count_inputs(k)) + "]";
-            if (buf.kind == schedule::Buffer::Kind::Intermediate) p = "ws + " + expr_text(buf.offset, f.dims, true);
+            if (buf.kind == schedule::Buffer::Kind::Intermediate)
+              p = "ws + " + expr_text(buf.offset, f.dims, Style::Cxx);
             bufs += (bufs.empty() ? "" : ", ") + p;
           }
           std::string fn = fn_name(v.kernels[i], *t);
@@ -806,6 +831,27 @@ struct Variant {
     return s;
   }
 
+  // The bytes argument i occupies, once its dims are bound: the product of the bound dims, with no
+  // overflow check where none can overflow at their maximums (the common case: a few instructions
+  // per call), else the runtime's saturating count
+  std::string extent_text(const KernelInfo& k, size_t i) const {
+    const Arg& a = k.args[i];
+    uint64_t bound = itemsize(a.dtype), literal = bound;
+    bool fast = true;
+    std::string dims;
+    for (const ShapeAxis& x : a.shape) {
+      const int64_t most = x.literal ? x.size : files_[k.file].spec.dims[size_t(x.dim)].max;
+      fast &= x.literal || files_[k.file].spec.dims[size_t(x.dim)].min >= 1;  // no elements: no extent
+      fast &= most >= 0 && !__builtin_mul_overflow(bound, uint64_t(most), &bound);
+      if (x.literal)
+        literal *= uint64_t(x.size);
+      else
+        dims += " * uint64_t(d[" + std::to_string(x.dim) + "])";
+    }
+    if (!fast) return "kiln::detail::extent(" + param(k, i, false) + ".t, " + std::to_string(itemsize(a.dtype)) + ")";
+    return "kiln::detail::extent_of(" + param(k, i, false) + ".t.data, " + std::to_string(literal) + "ULL" + dims + ")";
+  }
+
   size_t count_inputs(const KernelInfo& k) const {
     return size_t(std::count_if(k.args.begin(), k.args.end(), [](const Arg& a) { return !a.output; }));
   }
@@ -813,15 +859,17 @@ struct Variant {
   std::string entry_points(const KernelInfo& k) const {
     const SpecFile& f = files_[k.file];
     std::string nd = std::to_string(std::max<size_t>(f.dims.size(), 1));
+    // in the library's namespace, where a kernel's name hides a name of the dispatch's own: those are
+    // spelled from the global namespace
     std::string init = "  int64_t d[" + nd + "];\n  for (int64_t& x : d) x = -1;\n";
     std::string names;
     for (size_t i = 0; i < k.args.size(); ++i) names += param(k, i, false) + ", ";
     std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false, false) + ", kiln::Context* ctx) {\n" + init;
-    s += "  kiln::Status st = bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
+    s += "  kiln::Status st = ::bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
     s += "  void* const args[] = {";
     for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
     s += "};\n";
-    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  const ::Variant* v = ::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
     s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
          ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
     s += "  return v->run(args, d, ctx);\n}\n";
@@ -833,14 +881,14 @@ struct Variant {
       s += "  if (" + n + " < " + std::to_string(fd.min) + " || " + n + " > " + std::to_string(fd.max) +
            ") return 0;\n  d[" + std::to_string(i) + "] = " + n + ";\n";
     }
-    s += "  const Variant* v = pick(kVariants_" + k.name + ", kVariantCount_" + k.name + ", d);\n";
+    s += "  const ::Variant* v = ::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
     s += "  return v ? v->workspace(d) : 0;\n}\n";
     // explain
     s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ") {\n" + init;
-    s += "  kiln::Status st = bind_" + k.name + "(" + names +
+    s += "  kiln::Status st = ::bind_" + k.name + "(" + names +
          "d);\n  if (!st.ok()) return \"error: \" + st.message();\n";
-    s += "  return explain(\"" + k.name + "\", kVariants_" + k.name + ", kVariantCount_" + k.name + ", d, kDimNames_" +
-         k.name + ");\n}\n";
+    s += "  return ::explain(\"" + k.name + "\", ::kVariants_" + k.name + ", ::kVariantCount_" + k.name +
+         ", d, ::kDimNames_" + k.name + ");\n}\n";
     return s;
   }
 
@@ -941,7 +989,7 @@ struct Variant {
           vj["name"] = k.name + "[" + v.tag + "]";
           vj["target"] = t->name;
           vj["guard"] = guard_text(v, f.dims);
-          vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, false);
+          vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, Style::Text);
           json kernels = json::array();
           for (size_t i = 0; i < v.kernels.size(); ++i) {
             const Compiled& c = v.kernels[i];
@@ -950,8 +998,8 @@ struct Variant {
             cj["symbol"] = fn_name(c, *t);
             cj["opts"] = c.opts;
             cj["parallel"] = c.parallel;
-            cj["flops"] = expr_text(e.flops, f.dims, false);
-            cj["bytes"] = expr_text(e.bytes, f.dims, false);
+            cj["flops"] = expr_text(e.flops, f.dims, Style::Text);
+            cj["bytes"] = expr_text(e.bytes, f.dims, Style::Text);
             kernels.push_back(cj);
           }
           vj["kernels"] = kernels;
@@ -1039,14 +1087,13 @@ struct Variant {
     for (const std::string& spec : o_.specs) {
       std::string path = (o_.parts_dir.empty() ? std::string(".") : o_.parts_dir) + "/" + o_.name + "_" +
                          part_name(spec) + ".manifest.json";
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        r.errors = "kiln: error: cannot open " + path + " (kiln gen --emit spec " + spec + " writes it)\n";
+      frontend::InputFile in = frontend::read_input_file(path);
+      if (!in.ok()) {
+        in.error.pop_back();
+        r.errors = in.error + " (kiln gen --emit spec " + spec + " writes it)\n";
         return r;
       }
-      std::ostringstream text;
-      text << in.rdbuf();
-      parts.push_back(text.str());
+      parts.push_back(std::move(in.text));
     }
     r.files.push_back({o_.name + ".h", umbrella()});
     std::string merged;

@@ -1,6 +1,11 @@
 #include "generator/frontend/source.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 namespace kiln::frontend {
 
@@ -67,6 +72,34 @@ std::string render(const std::vector<Diagnostic>& ds) {
 void sort_by_location(std::vector<Diagnostic>& ds) {
   std::stable_sort(ds.begin(), ds.end(),
                    [](const Diagnostic& a, const Diagnostic& b) { return a.loc.offset < b.loc.offset; });
+}
+
+InputFile read_input_file(const std::string& path, size_t limit) {
+  InputFile r;
+  auto fail = [&](const std::string& why) {
+    r.text.clear();
+    r.error = path + ": error: " + why + "\n";
+    return r;
+  };
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return fail(std::string("cannot open (") + std::strerror(errno) + ")");
+  struct Close {
+    std::FILE* f;
+    ~Close() { std::fclose(f); }
+  } close{f};
+  // opening a directory succeeds; reading it would give nothing and look like an empty spec
+  struct stat st;
+  if (::fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) return fail("is a directory, not a file");
+  char buf[1 << 16];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) {
+    if (r.text.size() + n > limit)
+      return fail("is larger than " +
+                  (limit % (1 << 20) ? std::to_string(limit) + " bytes" : std::to_string(limit >> 20) + " MiB") +
+                  ", the most kiln reads from an input file");
+    r.text.append(buf, n);
+  }
+  if (std::ferror(f)) return fail(std::string("cannot read (") + std::strerror(errno) + ")");
+  return r;
 }
 
 }  // namespace kiln::frontend

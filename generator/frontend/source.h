@@ -60,4 +60,18 @@ std::string render(const std::vector<Diagnostic>& ds);
 // Stable sort by position, so that errors read top to bottom whichever stage found them.
 void sort_by_location(std::vector<Diagnostic>& ds);
 
+// The most bytes kiln reads from one input file: specs are text people write, and a device like
+// /dev/zero never ends.
+inline constexpr size_t kMaxInputBytes = size_t(16) << 20;
+
+// A whole input file: a regular file, a pipe or a device, at most `limit` bytes. `error` is empty
+// on success, else the diagnostic `<path>: error: <why>` (with its '\n'): the file cannot be
+// opened or read, is a directory, or is larger than `limit`.
+struct InputFile {
+  std::string text;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+InputFile read_input_file(const std::string& path, size_t limit = kMaxInputBytes);
+
 }  // namespace kiln::frontend

@@ -24,6 +24,7 @@
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
 #include "kiln/kiln_c.h"
+#include "kiln/version.h"
 
 namespace {
 
@@ -44,6 +45,24 @@ std::optional<std::string> division_by_zero(const kiln::UOp* root) {
   return std::nullopt;
 }
 
+// The next line of `in` without its '\n'; false at the end of the input, or with `too_long` set
+// when the line is longer than kMaxInputBytes (standard input may be /dev/zero, which has no lines).
+bool read_line(std::istream& in, std::string& line, bool& too_long) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  bool any = false;
+  for (int c; (c = sb->sbumpc()) != std::char_traits<char>::eof();) {
+    if (c == '\n') return true;
+    if (line.size() == kiln::frontend::kMaxInputBytes) {
+      too_long = true;
+      return false;
+    }
+    line.push_back(char(c));
+    any = true;
+  }
+  return any;
+}
+
 // One expression per line in, `<simplified> [<vmin>, <vmax>]` per line out. Bad lines are
 // reported as `line N: error: ...` and skipped. Exit code: 0 all good, 1 a line was bad, 70 an
 // internal error (a rewrite that did not terminate) happened.
@@ -52,7 +71,14 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
   const kiln::PatternMatcher pm = kiln::sym() + kiln::pm_cast_weak();
   int failed = 0, internal = 0;
   std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
+  bool too_long = false;
+  for (int lineno = 1; read_line(in, line, too_long) || too_long; ++lineno) {
+    if (too_long) {
+      std::cerr << source << "line " << lineno << ": error: longer than " << (kiln::frontend::kMaxInputBytes >> 20)
+                << " MiB, the most kiln reads of one line (the rest of the input is not read)\n";
+      ++failed;
+      break;
+    }
     size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
     kiln::Context ctx;
@@ -92,14 +118,12 @@ struct ScheduledKernel {
 // returns false if there were any.
 bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out,
                    std::vector<const kiln::UOp*>* dims = nullptr) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << "kiln: error: cannot open " << path << "\n";
+  kiln::frontend::InputFile in = kiln::frontend::read_input_file(path);
+  if (!in.ok()) {
+    std::cerr << in.error;
     return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  kiln::frontend::SourceFile source(path, text.str());
+  kiln::frontend::SourceFile source(path, std::move(in.text));
   kiln::frontend::ParseResult parsed = kiln::frontend::parse_spec(source);
   std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
   // Checking a spec with syntax errors would report what the parser had to drop.
@@ -295,6 +319,26 @@ void split_targets(kiln::emit::GenOptions& o) {
   }
 }
 
+// `--target cpu,x86_64-avx2`, `--dim M=1,N=2`: every value split at its commas. An empty item
+// ("cpu," or "") is a usage error, as an unknown one is.
+bool split_commas(std::vector<std::string>& values, const std::string& option, const std::string& expected) {
+  std::vector<std::string> items;
+  for (const std::string& v : values)
+    for (size_t start = 0;;) {
+      size_t comma = v.find(',', start);
+      std::string item = v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item.empty()) {
+        std::cerr << "kiln: error: " << option << " '" << v << "' has an empty item (expected " << expected << ")\n";
+        return false;
+      }
+      items.push_back(std::move(item));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  values = std::move(items);
+  return true;
+}
+
 // `kiln explain`: which variant a call with these dims takes
 int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
                 const std::string& cpu) {
@@ -312,7 +356,12 @@ int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, cons
       std::cerr << "kiln: error: '" << d << "' is not DIM=VALUE\n";
       return 1;
     }
-    values[d.substr(0, eq)] = v;
+    auto [it, fresh] = values.emplace(d.substr(0, eq), v);
+    if (!fresh) {
+      std::cerr << "kiln: error: --dim " << it->first << " given twice (" << it->first << "=" << it->second << " and "
+                << d << ")\n";
+      return 1;
+    }
   }
   // the runtime's own detection for this machine, as a generated dispatch would see it
   uint32_t features = cpu == "native"   ? kiln_cpu_features()
@@ -330,6 +379,7 @@ int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, cons
 static int run(int argc, char** argv) {
   CLI::App app{"kiln: an ahead-of-time kernel generator"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
 
   auto* simplify = app.add_subcommand("simplify", "simplify index expressions, one s-expression per line");
   std::vector<std::string> files;
@@ -373,9 +423,7 @@ static int run(int argc, char** argv) {
   std::string gen_out;
   gen->add_option("--name", gen_opts.name, "the library: a C identifier, its namespace and file prefix")->required();
   gen->add_option("--out", gen_out, "the directory to write into (created if missing)")->required();
-  gen->add_option("--target", gen_opts.targets, "cpu, x86_64-avx2, x86_64-avx512 (repeat or list)")
-      ->required()
-      ->delimiter(',');
+  gen->add_option("--target", gen_opts.targets, "cpu, x86_64-avx2, x86_64-avx512 (repeat or list)")->required();
   gen->add_option("specs", gen_opts.specs, "spec files")->required();
   std::string emit = "all";
   gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")
@@ -398,18 +446,26 @@ static int run(int argc, char** argv) {
   std::string ex_kernel, ex_cpu = "native";
   std::vector<std::string> ex_dims;
   expl->add_option("--kernel", ex_kernel, "the kernel")->required();
-  expl->add_option("--dim", ex_dims, "DIM=VALUE, for each dim of the kernel (repeat or list)")->delimiter(',');
-  expl->add_option("--target", ex_opts.targets, "the library's targets (default: all)")->delimiter(',');
+  expl->add_option("--dim", ex_dims, "DIM=VALUE, for each dim of the kernel (repeat or list)");
+  expl->add_option("--target", ex_opts.targets, "the library's targets (default: all)");
   expl->add_option("--cpu", ex_cpu, "native (this machine), none, avx2 or avx512")
       ->check(CLI::IsMember({"native", "none", "avx2", "avx512"}));
   expl->add_option("specs", ex_opts.specs, "spec files")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; a usage error is a user error like any other (CLI11's own codes
+    // are 100 and up)
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  const std::string known_targets = "cpu, x86_64-avx2 or x86_64-avx512";
 
   if (gen->parsed() || expl->parsed()) {
     try {
       if (gen->parsed()) {
         split_targets(gen_opts);
+        if (!split_commas(gen_opts.targets, "--target", known_targets)) return 1;
         gen_opts.emit = emit == "spec"      ? kiln::emit::Emit::Spec
                         : emit == "kernels" ? kiln::emit::Emit::Kernels
                         : emit == "library" ? kiln::emit::Emit::Library
@@ -418,6 +474,8 @@ static int run(int argc, char** argv) {
         return run_gen(gen_opts, gen_out);
       }
       split_targets(ex_opts);
+      if (!split_commas(ex_opts.targets, "--target", known_targets) || !split_commas(ex_dims, "--dim", "DIM=VALUE"))
+        return 1;
       if (ex_opts.targets.empty()) ex_opts.targets = {"cpu", "x86_64-avx2", "x86_64-avx512"};
       return run_explain(ex_opts, ex_kernel, ex_dims, ex_cpu);
     } catch (const kiln::InternalError& e) {
@@ -444,12 +502,13 @@ static int run(int argc, char** argv) {
         rc = std::max(rc, run_simplify(std::cin, "", stats));
         continue;
       }
-      std::ifstream in(f);
-      if (!in) {
-        std::cerr << "kiln: error: cannot open " << f << "\n";
+      kiln::frontend::InputFile text = kiln::frontend::read_input_file(f);
+      if (!text.ok()) {
+        std::cerr << text.error;
         rc = std::max(rc, 1);
         continue;
       }
+      std::istringstream in(std::move(text.text));
       rc = std::max(rc, run_simplify(in, files.size() > 1 ? f + ": " : "", stats));
     }
     return rc;

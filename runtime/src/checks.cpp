@@ -72,6 +72,18 @@ Status bind_dim(const char* kernel, const char* arg, int32_t axis, const char* d
                        std::to_string(*bound_by_axis) + " set " + str(dim) + " = " + std::to_string(*value));
 }
 
+Status overlap_error(const char* kernel, const char* output, const char* other, bool other_is_output) {
+  return arg_error(StatusCode::InvalidArgument, kernel, output,
+                   std::string("output overlaps ") + (other_is_output ? "output " : "input ") + str(other) +
+                       " in memory (a kernel reads and writes its arguments as if they were apart)");
+}
+
+Status workspace_overflow(const char* kernel) {
+  return Status(StatusCode::ResourceExhausted,
+                std::string(str(kernel)) +
+                    ": workspace: the bytes these dims need are too many to count in an int64_t or a size_t");
+}
+
 }  // namespace detail
 }  // namespace runtime_v1
 }  // namespace kiln

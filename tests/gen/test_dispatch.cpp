@@ -2,11 +2,13 @@
 // this tree, for cpu, x86_64-avx2 and x86_64-avx512): every class of bad call returns its status
 // and message and writes nothing; each call takes the specialized variant exactly when its guard
 // holds (across the bucket boundaries) and computes the right values; threads, a parallel-for
-// of the app's own and a workspace the caller gives.
+// of the app's own and a workspace the caller gives; outputs that overlap another argument, and
+// workspaces too large to count, are refused.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
@@ -163,6 +165,112 @@ TEST(Dispatch, AnAppsOwnParallelForAndWorkspace) {
   ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx).ok());
   check();
   EXPECT_GT(calls.load(), 0);
+}
+
+// The kernels read and write their arguments as if they were apart: an output that shares a byte
+// with another argument is refused (naming both) and nothing is written; inputs may share memory.
+TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
+  using kiln::StatusCode;
+  using kiln::TensorView;
+  const std::string why = " in memory (a kernel reads and writes its arguments as if they were apart)";
+  std::vector<float> a = random_floats(8 * 8, 11), b = random_floats(8 * 8, 12);
+  const std::vector<float> a0 = a, b0 = b;
+  TensorView va(a.data(), {8, 8}), vb(b.data(), {8, 8});
+  expect_status(kiln_gen_test::gemm(va, vb, va), StatusCode::InvalidArgument,
+                "gemm: argument c: output overlaps input a" + why);
+  expect_status(kiln_gen_test::gemm(va, vb, vb), StatusCode::InvalidArgument,
+                "gemm: argument c: output overlaps input b" + why);
+  EXPECT_EQ(kiln_gen_test::gemm_explain(va, vb, vb), "error: gemm: argument c: output overlaps input b" + why);
+  EXPECT_EQ(a, a0);
+  EXPECT_EQ(b, b0);
+
+  // a [4, 8] and c [4, 16] in one buffer: c's first element is a's last, then c just after a
+  std::vector<float> buf(32 + 64, kNaN);
+  for (size_t i = 0; i < 32; ++i) buf[i] = a[i];
+  std::vector<float> wide_b = random_floats(8 * 16, 13);
+  TensorView a_in(buf.data(), {4, 8}), b_in(wide_b.data(), {8, 16});
+  const std::vector<float> before = buf;
+  expect_status(kiln_gen_test::gemm(a_in, b_in, TensorView(buf.data() + 31, {4, 16})), StatusCode::InvalidArgument,
+                "gemm: argument c: output overlaps input a" + why);
+  for (size_t i = 0; i < buf.size(); ++i)
+    ASSERT_TRUE(buf[i] == before[i] || (std::isnan(buf[i]) && std::isnan(before[i])));
+  ASSERT_TRUE(kiln_gen_test::gemm(a_in, b_in, TensorView(buf.data() + 32, {4, 16})).ok());  // adjacent is apart
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 16; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < 8; ++p) want += double(a[size_t(i * 8 + p)]) * wide_b[size_t(p * 16 + j)];
+      ASSERT_NEAR(buf[size_t(32 + i * 16 + j)], want, 1e-5) << i << "," << j;
+    }
+
+  // two outputs in one buffer, or one inside the other
+  std::vector<float> x = random_floats(100, 14), pq(200, kNaN);
+  TensorView vx(x.data(), {100});
+  expect_status(kiln_gen_test::pair(vx, TensorView(pq.data(), {100}), TensorView(pq.data(), {100})),
+                StatusCode::InvalidArgument, "pair: argument q: output overlaps output p" + why);
+  expect_status(kiln_gen_test::pair(vx, TensorView(pq.data(), {100}), TensorView(pq.data() + 99, {100})),
+                StatusCode::InvalidArgument, "pair: argument q: output overlaps output p" + why);
+  expect_status(kiln_gen_test::pair(vx, TensorView(x.data() + 50, {100}), TensorView(pq.data(), {100})),
+                StatusCode::InvalidArgument, "pair: argument p: output overlaps input x" + why);
+  for (float f : pq) ASSERT_TRUE(std::isnan(f));
+  ASSERT_TRUE(kiln_gen_test::pair(vx, TensorView(pq.data(), {100}), TensorView(pq.data() + 100, {100})).ok());
+  for (size_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(pq[i], x[i] + 1.0f);
+    EXPECT_EQ(pq[100 + i], x[i] * 2.0f);
+  }
+
+  // huge's x and y may be 2^65 bytes: counted saturating, the same answers
+  std::vector<double> h(3 * 64 * 2, 1.0);
+  expect_status(kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 64}), kiln::TensorView(h.data() + 191, {3, 64})),
+                StatusCode::InvalidArgument, "huge: argument y: output overlaps input x" + why);
+  EXPECT_EQ(h, std::vector<double>(3 * 64 * 2, 1.0));
+  ASSERT_TRUE(kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 64}), kiln::TensorView(h.data() + 192, {3, 64})).ok());
+  EXPECT_EQ(h[192], 2.0);
+  EXPECT_EQ(h[383], 2.0);
+
+  // one input twice is fine: a @ a
+  std::vector<float> c(64, kNaN);
+  ASSERT_TRUE(kiln_gen_test::gemm(va, va, TensorView(c.data(), {8, 8})).ok());
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 8; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < 8; ++p) want += double(a[size_t(i * 8 + p)]) * a[size_t(p * 8 + j)];
+      ASSERT_NEAR(c[size_t(i * 8 + j)], want, 1e-5);
+    }
+}
+
+// wide's workspace is R x 1024 floats with R up to 2^56: from R = 2^51 on, more bytes than an
+// int64_t counts. The size says so (SIZE_MAX) and a call is refused before anything runs.
+TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
+  const int64_t big = int64_t(1) << 51;
+  EXPECT_EQ(kiln_gen_test::wide_workspace_size(3), 3u * 4096u);
+  if (sizeof(std::size_t) == 8) {
+    EXPECT_EQ(kiln_gen_test::wide_workspace_size(big - 1), std::size_t(big - 1) * 4096u);
+  }
+  for (int64_t r : {big, big + 1, int64_t(1) << 56}) EXPECT_EQ(kiln_gen_test::wide_workspace_size(r), SIZE_MAX) << r;
+  EXPECT_EQ(kiln_gen_test::wide_workspace_size((int64_t(1) << 56) + 1), 0u);  // outside the declared range
+
+  std::vector<float> w = random_floats(1024, 21), v = random_floats(1024, 22);
+  kiln::TensorView vw(w.data(), {1, 1024}), vv(v.data(), {1024, 1});
+  // x and y are never read or written: far apart addresses no allocation could have
+  for (int64_t r : {big + 1, int64_t(1) << 56}) {
+    kiln::TensorView vx(reinterpret_cast<float*>(uintptr_t(1) << 58), {r, 1}),
+        vy(reinterpret_cast<float*>(uintptr_t(1) << 59), {r, 1});
+    kiln::Context ctx(2);
+    for (kiln::Context* c : {static_cast<kiln::Context*>(nullptr), &ctx})
+      expect_status(kiln_gen_test::wide(vx, vw, vv, vy, c), kiln::StatusCode::ResourceExhausted,
+                    "wide: workspace: the bytes these dims need are too many to count in an int64_t or a size_t");
+  }
+
+  // and small R computes
+  const int64_t rows = 5;
+  std::vector<float> x = random_floats(rows, 23), y(rows, kNaN);
+  ASSERT_TRUE(
+      kiln_gen_test::wide(kiln::TensorView(x.data(), {rows, 1}), vw, vv, kiln::TensorView(y.data(), {rows, 1})).ok());
+  for (int64_t i = 0; i < rows; ++i) {
+    double want = 0;
+    for (size_t h = 0; h < 1024; ++h) want += std::max(0.0, double(x[size_t(i)]) * w[h]) * v[h];
+    EXPECT_NEAR(y[size_t(i)], want, 1e-3) << i;
+  }
 }
 
 }  // namespace

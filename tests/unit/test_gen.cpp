@@ -5,8 +5,10 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -143,7 +145,14 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
-  EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})), "kiln: error: cannot open " + spec + ".missing\n");
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),
+            spec + ".missing: error: cannot open (No such file or directory)\n");
+  // a directory is not an empty spec, and a device that never ends is not read to its end
+  std::string dir = spec.substr(0, spec.size() - 6) + "dir.kiln";
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {dir})), dir + ": error: is a directory, not a file\n");
+  EXPECT_EQ(error(opts("lib", {"cpu"}, {"/dev/zero"})),
+            "/dev/zero: error: is larger than 16 MiB, the most kiln reads from an input file\n");
   std::string twice = error(opts("lib", {"cpu"}, {spec, write("e.kiln", kSpec)}));
   EXPECT_NE(twice.find("e.kiln:4:8: error: kernel 'gemm' is also defined in " + spec), std::string::npos) << twice;
   std::string bad = error(
@@ -185,6 +194,90 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   std::filesystem::create_directories(spec.substr(0, spec.size() - 6) + "sub");
   EXPECT_NE(error(opts("lib", {"cpu"}, {spec, write("sub/d.kiln", kSpec)})).find("would both write files named lib_d*"),
             std::string::npos);
+}
+
+// Names a spec may use that the generated C++ cannot: keywords of C++17 and C++20, the standard
+// library's macros (and the names reserved for them), GNU's predefined macros and the names
+// reserved to the implementation. A kernel's name is refused; an argument's or a dim's is respelled
+// in the header, and the library compiles after every standard header, in every dialect.
+TEST_F(GenTest, NamesTheGeneratedCodeCannotHaveAreRefusedOrRespelled) {
+  for (const char* name : {"NULL", "errno", "INT_MAX", "assert", "co_await", "requires", "concept", "char8_t", "EOF",
+                           "stdin", "linux", "SIGINT", "PRIi64", "INT8_C", "size_t", "_Foo", "a__b"}) {
+    emit::GenResult r = emit::generate(
+        opts("lib", {"cpu"},
+             {write("n.kiln", std::string("kernel ") + name + "(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n")}));
+    EXPECT_FALSE(r.ok) << name;
+    EXPECT_NE(r.errors.find("n.kiln:1:8: error: kernel '" + std::string(name) + "' cannot be a C++ function name ("),
+              std::string::npos)
+        << r.errors;
+  }
+  std::string plain = write("plain.kiln", "kernel k(a: f32[4]) -> (b: f32[4]) {\n  b = a\n}\n");
+  EXPECT_EQ(emit::generate(opts("NULL", {"cpu"}, {plain})).errors,
+            "kiln: error: --name 'NULL' cannot be the library's namespace (it is a macro of the C or C++ standard "
+            "library)\n");
+  EXPECT_EQ(emit::generate(opts("requires", {"cpu"}, {plain})).errors,
+            "kiln: error: --name 'requires' is not a C identifier\n");
+
+  // kernels named like the dispatch's own functions and tables, like kiln's namespaces and like the
+  // context parameter; arguments and dims named like keywords, macros and reserved names, and like
+  // each other's respellings
+  std::string spec =
+      write("names.kiln",
+            "dim NULL in 1..8\ndim errno in 1..8\ndim INT_MAX in 1..4\ndim co_await in 1..4\n"
+            "dim int64_t in 1..4\ndim __d in 1..4\ndim linux in 1..4\ndim EOF in 1..4 specialize 2\n"
+            "kernel pick(assert: f32[NULL, errno], requires: f32[errno]) -> (concept: f32[NULL, errno]) "
+            "{\n  concept = assert + requires\n}\n"
+            "kernel explain(char8_t: f32[INT_MAX, co_await], ctx: f32[co_await]) -> (new: f32[INT_MAX, "
+            "co_await]) {\n  new = char8_t * ctx\n}\n"
+            "kernel Variant(new_: f32[int64_t], new: f32[int64_t]) -> (stdin: f32[int64_t]) {\n"
+            "  stdin = new_ - new\n}\n"
+            "kernel std(_Foo: f32[__d, linux]) -> (SIZE_MAX: f32[__d]) {\n  SIZE_MAX = _Foo.sum(axis=1)\n}\n"
+            "kernel kiln(unix: i32[EOF]) -> (ctx: i32[EOF]) {\n  ctx = unix + unix\n}\n"
+            "kernel bind_pick(x: f32[EOF]) -> (y: f32[EOF]) {\n  y = x * 2.0\n}\n");
+  emit::GenResult r = emit::generate(opts("names", {"cpu", "x86_64-avx2"}, {spec}));
+  ASSERT_TRUE(r.ok) << r.errors;
+  const std::string& h = file(r, "names_names.h");
+  EXPECT_NE(h.find("kiln::Status pick(kiln::TensorView assert_, kiln::TensorView requires_, kiln::TensorView "
+                   "concept_, kiln::Context* ctx = nullptr);"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("std::size_t pick_workspace_size(int64_t NULL_, int64_t errno_);"), std::string::npos) << h;
+  EXPECT_NE(h.find("kiln::Status Variant(kiln::TensorView new_, kiln::TensorView new_2, kiln::TensorView stdin_,"),
+            std::string::npos)
+      << h;
+  EXPECT_NE(h.find("std::size_t std_workspace_size(int64_t p_d, int64_t linux_);"), std::string::npos) << h;
+  EXPECT_NE(h.find("std::size_t kiln_workspace_size(int64_t p_EOF);"), std::string::npos) << h;
+
+  std::filesystem::path dir = std::filesystem::path(spec).parent_path() / "names-lib";
+  std::filesystem::create_directories(dir);
+  for (const auto& [name, text] : r.files) std::ofstream(dir / name) << text;
+  const char* cxx = std::getenv("CXX");
+  const char* cc = std::getenv("CC");
+  std::string include = std::string(KILN_SOURCE_DIR) + "/runtime/include";
+  ASSERT_TRUE(std::filesystem::exists(include + "/kiln/kiln.h")) << include;
+  std::string cxx_headers, c_headers;
+  for (const char* hd :
+       {"cassert", "cerrno",    "cfenv",   "cfloat",  "cinttypes", "climits", "clocale", "cmath", "csetjmp",
+        "csignal", "cstdarg",   "cstddef", "cstdint", "cstdio",    "cstdlib", "cstring", "ctime", "cwchar",
+        "cuchar",  "algorithm", "string",  "vector",  "memory",    "thread",  "atomic"})
+    cxx_headers += std::string(" -include ") + hd;
+  for (const char* hd : {"assert.h", "errno.h",  "fenv.h",   "float.h",  "inttypes.h", "limits.h", "locale.h",
+                         "math.h",   "setjmp.h", "signal.h", "stdarg.h", "stdbool.h",  "stddef.h", "stdint.h",
+                         "stdio.h",  "stdlib.h", "string.h", "time.h",   "wchar.h",    "iso646.h"})
+    c_headers += std::string(" -include ") + hd;
+  auto compiles = [&](const std::string& command) {
+    std::string log = (dir / "compile.log").string();
+    int rc = std::system((command + " > '" + log + "' 2>&1").c_str());
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(rc, 0) << command << "\n" << text.substr(0, 4000);
+  };
+  for (const char* dialect : {"c++17", "c++20", "gnu++17", "gnu++20"})
+    compiles(std::string(cxx ? cxx : "c++") + " -std=" + dialect + " -Wall -Wextra -Werror -fsyntax-only -I'" +
+             include + "'" + cxx_headers + " '" + (dir / "names_names_dispatch.cpp").string() + "'");
+  for (const char* target : {"cpu", "x86_64_avx2"})
+    compiles(std::string(cc ? cc : "cc") + " -std=c99 -Wall -Wextra -Werror -fsyntax-only -I'" + include + "'" +
+             c_headers + " '" + (dir / ("names_names_" + std::string(target) + ".c")).string() + "'");
 }
 
 // A build may write each spec's files in its own run (Bazel: one action per spec and per spec and
@@ -238,7 +331,9 @@ TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
             "kiln: error: lib_my_net.manifest.json was written for other targets: write it again with these "
             "options\n");
   std::string missing = emit::generate(opts("lib", {"cpu"}, {dir + "/none.kiln"}, emit::Emit::Library, dir)).errors;
-  EXPECT_EQ(missing.find("kiln: error: cannot open " + dir + "/lib_none.manifest.json"), 0u) << missing;
+  EXPECT_EQ(missing,
+            dir + "/lib_none.manifest.json: error: cannot open (No such file or directory) (kiln gen --emit spec " +
+                dir + "/none.kiln writes it)\n");
   EXPECT_EQ(emit::generate(opts("lib", targets, {a, b}, emit::Emit::Spec)).errors,
             "kiln: error: --emit spec writes the files of one spec (got 2)\n");
 }

@@ -307,6 +307,78 @@ TEST(RuntimeChecks, BindDim) {
   EXPECT_EQ(n, 64);
 }
 
+// The bytes a view occupies, for the generated dispatch's overlap checks: itemsize times the
+// elements from the data pointer, nothing for no elements, saturating instead of wrapping.
+TEST(RuntimeChecks, ExtentAndOverlap) {
+  std::vector<float> buf(64);
+  const auto at = [&](size_t i) { return reinterpret_cast<uintptr_t>(buf.data() + i); };
+  TensorView a(buf.data(), {4, 8}), b(buf.data() + 32, {2, 16}), c(buf.data() + 31, {1}), none(buf.data(), {4, 0});
+  detail::Extent ea = detail::extent(a.t, 4), eb = detail::extent(b.t, 4), ec = detail::extent(c.t, 4);
+  EXPECT_EQ(ea.begin, at(0));
+  EXPECT_EQ(ea.end, at(32));
+  EXPECT_EQ(eb.end, at(64));
+  EXPECT_FALSE(detail::overlap(ea, eb));  // adjacent
+  EXPECT_FALSE(detail::overlap(eb, ea));
+  EXPECT_TRUE(detail::overlap(ea, ec));  // one element, a's last
+  EXPECT_TRUE(detail::overlap(ec, ea));
+  EXPECT_FALSE(detail::overlap(eb, ec));
+  EXPECT_TRUE(detail::overlap(ea, ea));
+  const detail::Extent empty = detail::extent(none.t, 4);
+  EXPECT_EQ(empty.begin, empty.end);
+  EXPECT_FALSE(detail::overlap(empty, ea));  // no elements touch nothing, even inside another view
+  EXPECT_FALSE(detail::overlap(ea, empty));
+  const double scalar = 0;
+  const detail::Extent es = detail::extent(TensorView(&scalar, nullptr, 0).t, 8);
+  EXPECT_EQ(es.end - es.begin, 8u);
+  // 2^40 x 2^40 floats: the end saturates, so the view overlaps everything after its start
+  TensorView huge(buf.data(), {int64_t(1) << 40, int64_t(1) << 40});
+  const detail::Extent eh = detail::extent(huge.t, 4);
+  EXPECT_EQ(eh.end, UINTPTR_MAX);
+  EXPECT_TRUE(detail::overlap(eh, eb));
+  TensorView near_top(reinterpret_cast<float*>(UINTPTR_MAX - 7), {4});
+  EXPECT_EQ(detail::extent(near_top.t, 4).end, UINTPTR_MAX);
+
+  Status s = detail::overlap_error("gemm", "c", "a", false);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.message(),
+            "gemm: argument c: output overlaps input a in memory (a kernel reads and writes its arguments as if they "
+            "were apart)");
+  EXPECT_EQ(detail::overlap_error("pair", "q", "p", true).message(),
+            "pair: argument q: output overlaps output p in memory (a kernel reads and writes its arguments as if they "
+            "were apart)");
+}
+
+// Workspace sizes at the dims a call gives: every operation's overflow is remembered.
+TEST(RuntimeChecks, CheckedSize) {
+  {
+    detail::CheckedSize c;
+    EXPECT_EQ(c.bytes(c.add(c.mul(int64_t(1) << 40, 4096), 64)), (size_t(1) << 52) + 64);
+    EXPECT_EQ(c.max(3, 5), 5);
+    EXPECT_EQ(c.div(c.add(100, 63), 64), 2);
+    EXPECT_EQ(c.mod(100, 64), 36);
+    EXPECT_EQ(c.sub(5, 7), -2);
+    EXPECT_EQ(c.neg(-9), 9);
+    EXPECT_FALSE(c.overflow());
+    EXPECT_EQ(c.bytes(-2), SIZE_MAX);  // a negative count is no count
+  }
+  const int64_t big = int64_t(1) << 51;
+  for (auto f : {+[](detail::CheckedSize& c) { return c.mul(big + 1, 4096); },
+                 +[](detail::CheckedSize& c) { return c.mul(big, 4096); },
+                 +[](detail::CheckedSize& c) { return c.add(INT64_MAX, 1); },
+                 +[](detail::CheckedSize& c) { return c.sub(INT64_MIN, 1); },
+                 +[](detail::CheckedSize& c) { return c.neg(INT64_MIN); },
+                 +[](detail::CheckedSize& c) { return c.div(c.mul(INT64_MAX, 2), 2); }}) {
+    detail::CheckedSize c;
+    int64_t v = f(c);
+    EXPECT_TRUE(c.overflow());
+    EXPECT_EQ(c.bytes(v), SIZE_MAX);
+    EXPECT_EQ(c.bytes(c.add(v, 1)), SIZE_MAX);  // and stays so
+  }
+  const Status s = detail::workspace_overflow("wide");
+  EXPECT_EQ(s.code(), StatusCode::ResourceExhausted);
+  EXPECT_EQ(s.message(), "wide: workspace: the bytes these dims need are too many to count in an int64_t or a size_t");
+}
+
 // ---------------------------------------------------------------- Context::parallel_for
 
 struct Counts {

@@ -260,6 +260,94 @@ Status run(Context* ctx, kiln_kernel_fn fn, void* const* bufs, const int64_t* va
 // ResourceExhausted when it cannot be had.
 void* workspace(Context* ctx, size_t bytes, Status* status);
 
+// The bytes [begin, end) a view's elements occupy, the end saturating at the top of the address
+// space, for the check that an output overlaps no other argument.
+struct Extent {
+  uintptr_t begin;
+  uintptr_t end;
+};
+// [data, data + bytes): for `bytes` the caller counted without overflow (and not 0).
+inline Extent extent_of(const void* data, uint64_t bytes) noexcept {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  return {begin, bytes > UINTPTR_MAX - begin ? UINTPTR_MAX : begin + static_cast<uintptr_t>(bytes)};
+}
+// A checked view's (rank and dims valid) bytes, counted saturating; no elements, no bytes: {0, 0}.
+inline Extent extent(const kiln_tensor& t, size_t itemsize) noexcept {
+  uint64_t bytes = itemsize;
+  for (int32_t i = 0; i < t.rank; ++i) {
+    const uint64_t n = static_cast<uint64_t>(t.shape[i]);
+    if (n == 0) return {0, 0};
+#if defined(__GNUC__) || defined(__clang__)
+    if (__builtin_mul_overflow(bytes, n, &bytes)) bytes = UINT64_MAX;
+#else
+    bytes = n > UINT64_MAX / bytes ? UINT64_MAX : bytes * n;
+#endif
+  }
+  return extent_of(t.data, bytes);
+}
+inline bool overlap(const Extent& a, const Extent& b) noexcept { return a.begin < b.end && b.begin < a.end; }
+// InvalidArgument "<kernel>: argument <output>: output overlaps <input|output> <other> in memory ..."
+Status overlap_error(const char* kernel, const char* output, const char* other, bool other_is_output);
+
+// Size arithmetic that remembers an overflow: a workspace's bytes at dims their ranges allow may
+// not fit in 64 bits. The value of an operation that overflowed is meaningless; bytes() then
+// says SIZE_MAX.
+class CheckedSize {
+ public:
+  int64_t add(int64_t a, int64_t b) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    int64_t r;
+    overflow_ |= __builtin_add_overflow(a, b, &r);
+    return r;
+#else
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return overflowed();
+    return a + b;
+#endif
+  }
+  int64_t sub(int64_t a, int64_t b) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    int64_t r;
+    overflow_ |= __builtin_sub_overflow(a, b, &r);
+    return r;
+#else
+    if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) return overflowed();
+    return a - b;
+#endif
+  }
+  int64_t mul(int64_t a, int64_t b) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    int64_t r;
+    overflow_ |= __builtin_mul_overflow(a, b, &r);
+    return r;
+#else
+    if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+              : (b > 0 ? a < INT64_MIN / b : a != 0 && b < INT64_MAX / a))
+      return overflowed();
+    return a * b;
+#endif
+  }
+  int64_t neg(int64_t a) noexcept { return a == INT64_MIN ? overflowed() : -a; }
+  // sizes divide by positive constants only
+  int64_t div(int64_t a, int64_t b) noexcept { return b > 0 ? a / b : overflowed(); }
+  int64_t mod(int64_t a, int64_t b) noexcept { return b > 0 ? a % b : overflowed(); }
+  int64_t max(int64_t a, int64_t b) noexcept { return a > b ? a : b; }
+  bool overflow() const noexcept { return overflow_; }
+  // the value as a byte count: SIZE_MAX when it overflowed, is negative or does not fit a size_t
+  size_t bytes(int64_t v) const noexcept {
+    return overflow_ || v < 0 || static_cast<uint64_t>(v) >= SIZE_MAX ? SIZE_MAX : static_cast<size_t>(v);
+  }
+
+ private:
+  int64_t overflowed() noexcept {
+    overflow_ = true;
+    return 0;
+  }
+  bool overflow_ = false;
+};
+// ResourceExhausted "<kernel>: workspace: ..." for a call whose workspace's bytes CheckedSize
+// could not count.
+Status workspace_overflow(const char* kernel);
+
 }  // namespace detail
 
 }  // namespace runtime_v1

@@ -55,7 +55,8 @@ check "missing file message" "$tmp/does-not-exist: error: cannot open (No such f
 mkdir "$tmp/dir.kiln"
 for cmd in check codegen simplify; do
   "$kiln" "$cmd" "$tmp/dir.kiln" >"$tmp/out" 2>"$tmp/err"
-  check "$cmd of a directory" "1  $tmp/dir.kiln: error: is a directory, not a file" "$? $(cat "$tmp/out") $(cat "$tmp/err")"
+  check "$cmd of a directory" "1  $tmp/dir.kiln: error: is a directory, not a file" \
+    "$? $(cat "$tmp/out") $(cat "$tmp/err")"
 done
 "$kiln" gen --name lib --out "$tmp/dir-lib" --target cpu "$tmp/dir.kiln" 2>"$tmp/err"
 check "gen of a directory" "1 $tmp/dir.kiln: error: is a directory, not a file no library" \

@@ -287,7 +287,8 @@ TEST(CodegenGolden, ElementwiseKernelText) {
             "      const int32_t alu1 = alu0 + ridx1;\n"
             "      const float val2 = data1[alu1];\n"
             "      const float val3 = data2[ridx1];\n"
-            "      data0[alu1] = (kiln_maxf(0.0f, (val2 + val3)));\n"
+            "      const float alu4 = val2 + val3;\n"
+            "      data0[alu1] = ((0.0f < alu4) ? alu4 : 0.0f);\n"  // relu is a where: NaN gives 0
             "    }\n"
             "  }\n"
             "}\n");

@@ -535,3 +535,59 @@ TEST(SpecFuzz, RandomValidSpecsPassCheckCodegenAndGen) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << kSpecs << " specs, " << runs.size() << " run against the oracle, in " << secs << " s\n";
 }
+
+namespace {
+
+// the outputs of a spec's one kernel, run natively on `inputs`
+std::vector<interp::Output> outputs_of(const std::string& text, const std::vector<std::vector<double>>& inputs) {
+  EXPECT_EQ(through_cli(text), "") << text;
+  Context ctx;
+  Checked c = check(ctx, text);
+  crun::Library lib = crun::Library::compile(render::c_preamble() + codegen_c(c, true), kStrict);
+  return crun::run_schedule(c.schedules.at(0), lib, {{".cores", 1}}, inputs);
+}
+
+}  // namespace
+
+TEST(SpecRegressions, PowOfNegativeZeroKeepsItsSign) {
+  // IEEE (and tinygrad): (-0.0) ** -1 is -inf, (-0.0) ** 3 is -0.0; even powers are +
+  const double inf = std::numeric_limits<double>::infinity();
+  auto out = outputs_of(
+      "kernel k(x: f32[4]) -> (a: f32[4], b: f32[4], c: f32[4]) {\n"
+      "  a = x ** -1\n  b = x ** 3\n  c = x ** -2\n}\n",
+      {{-0.0, 0.0, -2.0, 2.0}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].values, (std::vector<double>{-inf, inf, -0.5, 0.5}));
+  EXPECT_TRUE(std::signbit(out[1].values[0]));
+  EXPECT_FALSE(std::signbit(out[1].values[1]));
+  EXPECT_EQ(out[1].values[2], -8.0);
+  EXPECT_EQ(out[2].values, (std::vector<double>{inf, inf, 0.25, 0.25}));
+}
+
+TEST(SpecRegressions, WhereOfTwoLiteralsIsOfTheDefaultDtype) {
+  // tinygrad's where(c, 1.0, -1.0) is float32 (and of two ints, int32): it can be an f32 output
+  auto out = outputs_of(
+      "kernel k(c: bool[3]) -> (y: f32[3], z: i32[3]) {\n"
+      "  y = where(c, 1.0, -1.0)\n  z = where(c, 7, -2)\n}\n",
+      {{1, 0, 1}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].values, (std::vector<double>{1.0, -1.0, 1.0}));
+  EXPECT_EQ(out[1].values, (std::vector<double>{7, -2, 7}));
+}
+
+TEST(SpecRegressions, IntegerToANonNegativeIntegerLiteralStaysAnInteger) {
+  // i32 ** 2 is i32 in tinygrad, exact (and wrapping) like x * x
+  auto out = outputs_of(
+      "kernel k(x: i32[4]) -> (a: i32[4], b: i32[4], c: u8[4]) {\n"
+      "  a = x ** 2\n  b = x ** 0 + x ** 1 + x ** 5\n  c = x.cast(dtype=u8) ** 3\n}\n",
+      {{-3, 0, 7, 50000}});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].values, (std::vector<double>{9, 0, 49, double(int32_t(50000u * 50000u))}));
+  auto p5 = [](int64_t v) {
+    uint32_t u = uint32_t(v);
+    return double(int32_t(u * u * u * u * u));
+  };
+  EXPECT_EQ(out[1].values, (std::vector<double>{1 - 3 + p5(-3), 1, 1 + 7 + p5(7), 1 + 50000 + p5(50000)}));
+  EXPECT_EQ(out[2].values,
+            (std::vector<double>{double(uint8_t(253 * 253 * 253)), 0, 343 % 256, double(uint8_t(80 * 80 * 80))}));
+}

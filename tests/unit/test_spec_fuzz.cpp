@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -41,7 +42,9 @@ struct Checked {
   std::vector<const UOp*> dims;
 };
 
-Checked check(Context& ctx, const std::string& text) {
+// `bucket`: lowered for that specialized variant, as kiln gen lowers it
+Checked check(Context& ctx, const std::string& text,
+              const std::map<std::string, frontend::Specialization>& bucket = {}) {
   Checked c;
   c.source = std::make_unique<frontend::SourceFile>("fuzz.kiln", text);
   frontend::ParseResult parsed = frontend::parse_spec(*c.source);
@@ -49,7 +52,7 @@ Checked check(Context& ctx, const std::string& text) {
   if (errors.empty()) errors = frontend::check_spec(parsed.spec);
   frontend::LowerResult lowered;
   if (errors.empty()) {
-    lowered = frontend::lower_spec(ctx, parsed.spec, *c.source);
+    lowered = frontend::lower_spec(ctx, parsed.spec, *c.source, bucket);
     errors = std::move(lowered.diagnostics);
   }
   if (errors.empty()) {
@@ -280,6 +283,7 @@ class SpecGrammar {
       }
       for (size_t b = 0; b < buckets.size(); ++b) spec << (b ? ", " : " specialize ") << buckets[b];
       spec << "\n";
+      d.buckets = buckets;
       dims_.push_back(d);
     }
     // u64 waits for issue 19's item 4 (negative literals and minimum's ~x out of the verifier's range)
@@ -324,6 +328,24 @@ class SpecGrammar {
     for (const Declared& d : dims_) b[d.name] = std::min(d.hi, one_of<int64_t>({1, 2, 5, 17, 64, 129}));
     return b;
   }
+  // one of the specialized variants (a bucket of each dim that has buckets) and dims in it, or
+  // nothing when no dim has buckets
+  std::optional<std::pair<std::map<std::string, frontend::Specialization>, std::map<std::string, int64_t>>>
+  bucket_binding() {
+    std::map<std::string, frontend::Specialization> bucket;
+    std::map<std::string, int64_t> b = small_binding();
+    for (const Declared& d : dims_) {
+      if (d.buckets.empty()) continue;
+      const std::string& t = d.buckets[size_t(pick(0, int(d.buckets.size()) - 1))];
+      frontend::Specialization sp;
+      sp.multiple = t[0] == '%';
+      sp.value = std::stoll(sp.multiple ? t.substr(1) : t);
+      bucket[d.name] = sp;
+      b[d.name] = sp.multiple && 2 * sp.value <= d.hi && coin(2) ? 2 * sp.value : sp.value;
+    }
+    if (bucket.empty()) return std::nullopt;
+    return std::pair{bucket, b};
+  }
   // the largest number of elements an input or output has at binding b
   int64_t largest(const std::map<std::string, int64_t>& b) const {
     int64_t most = 0;
@@ -339,6 +361,7 @@ class SpecGrammar {
   struct Declared {
     std::string name;
     int64_t lo, hi;
+    std::vector<std::string> buckets = {};  // "%16", "129"
   };
   using Shape = std::vector<std::string>;  // a dim name or a literal size per axis
 
@@ -573,11 +596,25 @@ TEST(SpecFuzz, RandomValidSpecsPassCheckCodegenAndGen) {
     std::vector<std::map<std::string, int64_t>> at;
     for (int b = 0; b < 2; ++b)
       if (auto v = g.small_binding(); g.largest(v) <= 40000) at.push_back(v);
-    if (at.empty()) continue;
-    Sampled s{text, std::make_unique<Context>(), {}, at};
-    s.checked = check(*s.ctx, text);
-    c_source += codegen_c(s.checked, true);
-    runs.push_back(std::move(s));
+    if (!at.empty()) {
+      Sampled s{text, std::make_unique<Context>(), {}, at};
+      s.checked = check(*s.ctx, text);
+      c_source += codegen_c(s.checked, true);
+      runs.push_back(std::move(s));
+    }
+    // a specialized variant, as gen lowers it (its kernels renamed: the same grammar, seed and name)
+    if (auto bb = g.bucket_binding(); bb && g.largest(bb->second) <= 40000) {
+      SpecGrammar again(seed);
+      std::string renamed = again.build("k" + std::to_string(i) + "b");
+      Sampled s{renamed, std::make_unique<Context>(), {}, {bb->second}};
+      s.checked = check(*s.ctx, renamed, bb->first);
+      if (!s.checked.errors.empty()) {
+        ADD_FAILURE() << "seed " << seed << " bucket: " << s.checked.errors << "\n" << renamed;
+        continue;
+      }
+      c_source += codegen_c(s.checked, true);
+      runs.push_back(std::move(s));
+    }
   }
   crun::Library lib = crun::Library::compile(c_source, {"-O1"});
   for (const Sampled& s : runs)

@@ -583,7 +583,7 @@ TEST(SpecFuzz, RandomValidSpecsPassCheckCodegenAndGen) {
     uint64_t seed = 1000 + uint64_t(i);
     SpecGrammar g(seed);
     std::string text = g.build("k" + std::to_string(i));
-    std::string why = through_cli(text);
+    std::string why = i % 10 == 0 ? through_cli(text, {"cpu", "x86_64-avx2", "x86_64-avx512"}) : through_cli(text);
     if (!why.empty()) {
       ++failures;
       ADD_FAILURE() << "seed " << seed << ": " << why << "\n" << text;

@@ -293,7 +293,7 @@ class SpecGrammar {
     body_.clear();
     params_.clear();
     outs_.clear();
-    switch (pick(0, is_int_ ? 4 : 7)) {
+    switch (pick(0, is_int_ ? 5 : 8)) {
       case 0:
       case 1:
         elementwise();
@@ -308,7 +308,10 @@ class SpecGrammar {
         movement();
         break;
       case 5:
-        statistics();
+        is_int_ ? misc() : statistics();
+        break;
+      case 6:
+        misc();
         break;
       default:
         row_op();
@@ -545,6 +548,47 @@ class SpecGrammar {
     std::string a = std::to_string(axis), st = one_of<std::string>({"mean", "max", "sum"});
     output("out", s, "(" + x + " - (" + x + ")." + st + "(axis=" + a + ", keepdim=true)) * 0.5");
     if (coin(2)) output("smax", s, "softmax(" + x + ", axis=" + a + ")");
+  }
+
+  // cat, pad, flip, shrink, argmax and a bool condition over a 2-D input
+  void misc() {
+    Shape s = shape(2);
+    std::string x = input("x0", s, dtype_);
+    auto lit = [&](int a) { return std::isdigit(s[size_t(a)][0]) ? std::stoll(s[size_t(a)]) : int64_t(-1); };
+    switch (pick(0, 4)) {
+      case 0: {  // along an axis of literal size
+        int a = lit(0) > 0 ? 0 : lit(1) > 0 ? 1 : -1;
+        if (a < 0) return output("out", s, "(" + x + ").flip(axis=(0, 1))");
+        Shape t = s, o = s;
+        t[size_t(a)] = one_of<std::string>({"1", "3", "64"});
+        o[size_t(a)] = std::to_string(lit(a) + std::stoll(t[size_t(a)]));
+        return output("out", o, "cat((" + x + ", " + input("x1", t, dtype_) + "), axis=" + std::to_string(a) + ")");
+      }
+      case 1: {  // padded axes of literal size, a dim's axis left alone
+        Shape o = s;
+        std::string pads;
+        for (int a = 0; a < 2; ++a) {
+          int64_t before = lit(a) > 0 ? pick(0, 2) : 0, after = lit(a) > 0 ? pick(0, 65) : 0;
+          if (lit(a) > 0) o[size_t(a)] = std::to_string(lit(a) + before + after);
+          pads += (a ? ", (" : "(") + std::to_string(before) + ", " + std::to_string(after) + ")";
+        }
+        return output("out", o, "(" + x + ").pad((" + pads + ")) * 2");
+      }
+      case 2: {  // the inner part of axes of literal size
+        Shape o = s;
+        std::string bounds;
+        for (int a = 0; a < 2; ++a) {
+          int64_t n = lit(a), b = n > 2 ? 1 : 0, e = n > 2 ? n - 1 : n;
+          if (n > 0) o[size_t(a)] = std::to_string(e - b);
+          bounds += (a ? ", (" : "(") + std::to_string(b) + ", " + (n > 0 ? std::to_string(e) : s[size_t(a)]) + ")";
+        }
+        return output("out", o, "(" + x + ").shrink((" + bounds + ")) + 1");
+      }
+      case 3:
+        return output("out", {s[0]}, "argmax(" + x + ", axis=1)");
+      default:
+        return output("out", s, "where(" + input("cond", s, "bool") + ", " + x + ", " + x + " * " + literal() + ")");
+    }
   }
 
   void row_op() {

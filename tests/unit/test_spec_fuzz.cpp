@@ -287,8 +287,7 @@ class SpecGrammar {
       dims_.push_back(d);
     }
     // u64 waits for issue 19's item 4 (negative literals and minimum's ~x out of the verifier's range)
-    dtype_ =
-        one_of<std::string>({"f32", "f32", "f32", "f32", "f32", "f32", "f16", "bf16", "i32", "i32", "u8", "i16", "i8"});
+    dtype_ = one_of<std::string>({"f32", "f32", "f32", "f32", "f32", "f16", "bf16", "i32", "i32", "u8", "i16", "i8"});
     is_int_ = dtype_[0] != 'f' && dtype_[0] != 'b';
     body_.clear();
     params_.clear();

@@ -3,7 +3,7 @@
 // updated inside the reduce ranges, and read after them:
 //   acc = BUFFER:T*reg(1);  STORE(AFTER(acc, outer ranges...), identity)
 //   END(STORE(AFTER(acc, init, ranges...), op(LOAD(that), value)), ranges...)
-//   result = LOAD(AFTER(acc, END))
+//   result = LOAD(AFTER(acc, init, END))
 // AFTER orders the accesses; the linearizer places each at the depth of the ranges it uses.
 #include "generator/codegen/passes.h"
 
@@ -58,7 +58,8 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
   std::vector<const UOp*> end_src{ctx.make(Op::END, dtypes::void_, {upd, l_upd})};
   end_src.insert(end_src.end(), ranges.begin(), ranges.end());
   const UOp* end = ctx.make(Op::END, dtypes::void_, end_src);
-  const UOp* out_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, end}), lane});
+  // after the init too: an update that folds away (max(acc, 0) on unsigned) leaves the read its init
+  const UOp* out_at = ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, init, end}), lane});
   return ctx.make(Op::LOAD, r->dtype, {out_at});
 }
 
@@ -96,7 +97,7 @@ const UOp* reduce_to_acc(const Match& m, void* vctx) {
   std::vector<const UOp*> end_src{upd};
   end_src.insert(end_src.end(), ranges.begin(), ranges.end());
   const UOp* end = ctx.make(Op::END, dtypes::void_, end_src);
-  return ctx.make(Op::LOAD, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, end})});
+  return ctx.make(Op::LOAD, r->dtype, {ctx.make(Op::AFTER, acc->dtype, {acc, init, end})});
 }
 
 }  // namespace

@@ -70,6 +70,8 @@ Tensor Tensor::logical_or(const Tensor& o) const { return binary(Op::OR, cast(dt
 
 Tensor Tensor::where(const Tensor& t, const Tensor& f) const {
   auto [x, y] = broadcasted(t, f);
+  // two weak branches (where(c, 1.0, -1.0)) take the default dtype, as tinygrad's literals do
+  if (is_weak(x.dtype())) x = x.cast(strong(x.dtype())), y = y.cast(strong(y.dtype()));
   Tensor c = cast(dtypes::bool_);
   Shape s = broadcast_shape(c.shape(), x.shape());
   return make_tensor(Op::WHERE, x.dtype(), {c.broadcast_to(s), x.broadcast_to(s), y.broadcast_to(s)});
@@ -126,9 +128,17 @@ Tensor Tensor::round() const {
   return (*this > 0).eq(half.trunc() == half).where((*this - 0.5).ceil(), (*this + 0.5).floor());
 }
 
-// x ** e = exp2(e * log2|x|), with the sign of an odd integer power of a negative base, NaN for
-// a negative base and a fractional power, and x ** 0 = 1.
+// x ** e = exp2(e * log2|x|), with the sign of an odd integer power of a negative base (or of
+// -0.0: (-0.0) ** -1 is -inf), NaN for a negative base and a fractional power, and x ** 0 = 1. An
+// integer to a non-negative integer literal stays an integer (as tinygrad's): repeated squaring.
 Tensor Tensor::pow(const Tensor& e) const {
+  const UOp* k = e.uop();
+  if (is_int(dtype()) && k->op == Op::CONST && is_int(k->dtype) && k->ival() >= 0 && e.shape().empty()) {
+    Tensor r = *this * 0 + 1, sq = *this;
+    for (int64_t n = k->ival(); n > 0; n >>= 1, sq = n > 0 ? sq * sq : sq)
+      if (n & 1) r = r * sq;
+    return r;
+  }
   auto [x0, y0] = broadcasted(*this, e);
   Tensor x = x0.float_t(), y = y0.float_t();
   Tensor mag = (y * x.abs().log2()).exp2();
@@ -136,7 +146,8 @@ Tensor Tensor::pow(const Tensor& e) const {
   Tensor odd = is_int.logical_and((y / 2.0).trunc() * 2.0 != y);
   Tensor nan = x.lift(std::numeric_limits<double>::quiet_NaN());
   Tensor neg_base = is_int.where(odd.where(-mag, mag), nan);
-  return (y == 0).where(x.lift(1.0), (x < 0).where(neg_base, mag));
+  Tensor neg_zero = (x == 0).logical_and(x.reciprocal() < 0).logical_and(odd);
+  return (y == 0).where(x.lift(1.0), (x < 0).where(neg_base, neg_zero.where(-mag, mag)));
 }
 
 // ---------------------------------------------------------------- reductions

@@ -651,7 +651,8 @@ class CRenderer {
       case Op::AFTER:
       case Op::GROUP:
       case Op::INDEX:
-        return;  // ordering only / rendered where loaded or stored
+      case Op::NOOP:  // a store of what its target holds, folded away
+        return;       // ordering only / rendered where loaded or stored
       case Op::LOAD: {
         const UOp* src = u->src(0);
         int n = counter_++;

@@ -287,7 +287,8 @@ TEST(CodegenGolden, ElementwiseKernelText) {
             "      const int32_t alu1 = alu0 + ridx1;\n"
             "      const float val2 = data1[alu1];\n"
             "      const float val3 = data2[ridx1];\n"
-            "      data0[alu1] = (kiln_maxf(0.0f, (val2 + val3)));\n"
+            "      const float alu4 = val2 + val3;\n"
+            "      data0[alu1] = ((0.0f < alu4) ? alu4 : 0.0f);\n"  // relu is a where: NaN gives 0
             "    }\n"
             "  }\n"
             "}\n");
@@ -433,6 +434,24 @@ TEST(CodegenStages, RendererRulesUseCDivisionWhereItAgreesWithFloor) {
   EXPECT_EQ(divides(-5, 100, 1, Op::FLOORDIV), Op::FLOORDIV);  // -5 // 2 is -3; C says -2
   EXPECT_EQ(divides(-5, 100, 1, Op::FLOORMOD), Op::FLOORMOD);
   EXPECT_EQ(divides(0, 100, -3, Op::FLOORDIV), Op::FLOORDIV);  // a divisor that may be negative
+}
+
+TEST(CodegenStages, SplitEndsClosesOnlyRanges) {
+  // END(x, r0, r1) -> END(END(x, r1), r0); a range symbolic folded to its one value (END(x, 0))
+  // closes nothing, and an END of nothing is its body
+  Context ctx;
+  const UOp* p = ctx.make(Op::PARAM, dtypes::float32.as_ptr(), {ctx.cint(64)}, ParamArg{0, -1, ctx.intern("y")});
+  const UOp* r0 = ctx.make(Op::RANGE, dtypes::weakint, {ctx.cint(8)}, RangeArg{0, AxisType::Loop, -1});
+  const UOp* r1 = ctx.make(Op::RANGE, dtypes::weakint, {ctx.cint(8)}, RangeArg{1, AxisType::Loop, -1});
+  auto store_at = [&](const UOp* i) {
+    return ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::INDEX, dtypes::float32, {p, i}), ctx.cfloat(1.0)});
+  };
+  auto end = [&](std::vector<const UOp*> s) { return ctx.make(Op::END, dtypes::void_, s); };
+  const UOp* st = store_at(Expr(r0) * 8 + r1);
+  EXPECT_EQ(graph_rewrite(end({st, r0, r1}), codegen::pm_split_ends()), end({end({st, r1}), r0}));
+  EXPECT_EQ(graph_rewrite(end({st, r0, ctx.cint(0), r1}), codegen::pm_split_ends()), end({end({st, r1}), r0}));
+  const UOp* one = store_at(ctx.cint(3));
+  EXPECT_EQ(graph_rewrite(end({one, ctx.cint(0)}), codegen::pm_split_ends()), one);
 }
 
 TEST(CodegenStages, StagesTheCpuHasNoUseForRefuseWhatNeedsAnotherTarget) {

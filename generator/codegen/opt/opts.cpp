@@ -499,7 +499,8 @@ const UOp* store_shared_term(const UOp* sink) {
   for (const UOp* red : v_nodes) {
     if (red->op != Op::REDUCE || red->nsrc() != 2 || red->arg<ReduceArg>().op != Op::ADD) continue;
     const UOp *k = red->src(1), *body = red->src(0);
-    if (k->src(0) != n->src(0) || body->dtype != out->dtype.elem()) continue;
+    // a term the row does not vary (softmax of a constant row) is no term of the row to store
+    if (k->src(0) != n->src(0) || body->dtype != out->dtype.elem() || !contains(body, k)) continue;
     bool costly = false, nested = false;
     for (const UOp* u : toposort(body)) {
       costly |= u->op == Op::EXP2 || u->op == Op::LOG2 || u->op == Op::SIN;

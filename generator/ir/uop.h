@@ -120,8 +120,10 @@ class UOp {
   // ---- range analysis (cached per node, computed iteratively; see range.cpp)
   const ConstValue& vmin() const;
   const ConstValue& vmax() const;
-  int64_t imin() const { return vmin().i; }  // for int/bool dtypes
+  int64_t imin() const { return vmin().i; }  // for int/bool dtypes, as carried (uint64 from 2^63 up: negative)
   int64_t imax() const { return vmax().i; }
+  i128 exact_lo() const { return exact_value(dtype, vmin().i); }  // the bounds as exact integers (int/bool)
+  i128 exact_hi() const { return exact_value(dtype, vmax().i); }
 
   // ---- divisibility facts (divisibility.cpp)
   int64_t const_factor() const;                 // a known integer that divides this node
@@ -331,8 +333,13 @@ Expr uprod(std::span<const UOp* const> terms, const UOp* one_like);  // 1 for an
 
 // Exact scalar semantics, shared by constant folding and the test interpreters:
 // integers wrap at the dtype's width; FLOORDIV/FLOORMOD floor; CDIV/CMOD truncate.
-// Returns nullopt where the op is undefined (division by zero) or unsupported.
-std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> operands);
-ConstValue truncate_to(DType d, const ConstValue& v);  // wrap ints, round floats to the dtype
+// `operand` is the dtype of the sources of a comparison or a CAST (a uint64 operand is read
+// unsigned); void means `dtype`. Returns nullopt where the op is undefined (division by zero),
+// unsupported, or the result leaves the weakint carrier.
+std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> operands, DType operand = DType());
+ConstValue truncate_to(DType d, const ConstValue& v);           // wrap ints, round floats to the dtype
+ConstValue convert(DType to, DType from, const ConstValue& v);  // a value of dtype `from` as a `to` (CAST)
+// exec_alu's `operand` for node u: its sources' common dtype for a comparison, the source's for a CAST
+DType operand_dtype(const UOp* u);
 
 }  // namespace kiln

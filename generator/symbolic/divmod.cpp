@@ -15,8 +15,6 @@ namespace kiln {
 
 namespace {
 
-__extension__ typedef __int128 i128;  // exact bounds of products of int64
-
 // Python's // and %: round toward -inf, the remainder takes the divisor's sign.
 template <class T> T floor_div(T a, T b) {
   T q = a / b;
@@ -28,6 +26,9 @@ template <class T> T floor_mod(T a, T b) {
 }
 
 bool is_int_const(const UOp* u) { return u->is_const() && u->cval().is_int(); }
+
+// x + k stays inside the int64 that carries weakint for every value of x
+bool sum_fits(const UOp* x, i128 k) { return fits(x->dtype, x->exact_lo() + k) && fits(x->dtype, x->exact_hi() + k); }
 
 // u == factor * term, with factor = u's const_factor when that division is exact.
 std::pair<const UOp*, int64_t> decompose(const UOp* u) {
@@ -337,16 +338,19 @@ const PatternMatcher& div_and_mod_symbolic() {
       Rule((xw / c0 + c1) / c2,
            [](const Match& m) -> const UOp* {
              if (!int_consts(m, {&c0, &c1, &c2})) return nullptr;
-             int64_t cc = m.ival(c0), a = m.ival(c1), dd = m.ival(c2);
+             int64_t cc = m.ival(c0), a = m.ival(c1), dd = m.ival(c2), shift, div;
              if (cc == 0 || dd <= 0) return nullptr;
-             return (Expr(m[xw]) + a * cc) / (cc * dd);
+             // a fold past int64 does not fire: neither the constants nor x + c1*c0 may leave it
+             if (__builtin_mul_overflow(a, cc, &shift) || __builtin_mul_overflow(cc, dd, &div)) return nullptr;
+             if (!sum_fits(m[xw], shift)) return nullptr;
+             return (Expr(m[xw]) + shift) / div;
            }),
       // (x+c0)//c1 -> (x + c0%c1)//c1 + c0//c1 and (x+c0)%c1 -> (x + c0%c1)%c1: move whole periods out
       Rule(UPat::op({Op::FLOORDIV, Op::FLOORMOD}, {xw + c0, c1}),
            [](const Match& m) -> const UOp* {
              if (!int_consts(m, {&c0, &c1})) return nullptr;
              int64_t cv = m.ival(c0), dv = m.ival(c1);
-             if (dv == 0 || floor_mod(cv, dv) == cv) return nullptr;
+             if (dv == 0 || floor_mod(cv, dv) == cv || !sum_fits(m[xw], floor_mod(cv, dv))) return nullptr;
              Expr shifted = Expr(m[xw]) + floor_mod(cv, dv);
              if (m.root->op == Op::FLOORMOD) return shifted % Expr(m[c1]);
              return shifted / Expr(m[c1]) + floor_div(cv, dv);

@@ -48,10 +48,16 @@ struct BoundsImpl {
   static i128 lo(const UOp* u) { return exact_value(u->dtype, u->vmin_.i); }
   static i128 hi(const UOp* u) { return exact_value(u->dtype, u->vmax_.i); }
 
+  static inline thread_local bool clamped = false;  // set by ints() for the node being computed
+
   static void compute(const UOp* u) {
+    clamped = false;
     auto [lo, hi] = bounds(u);
     u->vmin_ = lo;
     u->vmax_ = hi;
+    u->saturated_ = clamped;
+    u->saturated_below_ = clamped;
+    for (const UOp* s : u->src()) u->saturated_below_ = u->saturated_below_ || s->saturated_below_;
     u->bounds_done_ = true;
   }
 
@@ -62,6 +68,7 @@ struct BoundsImpl {
       return {ConstValue::of_int(int64_t(std::max<i128>(lo, kI64Min))),
               ConstValue::of_int(int64_t(std::min<i128>(hi, kI64Max)))};
     if (d.scalar == Scalar::WeakInt || !is_int(d)) {
+      clamped = clamped || lo < kI64Min || hi > kI64Max;
       return {ConstValue::of_int(int64_t(std::clamp<i128>(lo, kI64Min, kI64Max))),
               ConstValue::of_int(int64_t(std::clamp<i128>(hi, kI64Min, kI64Max)))};
     }

@@ -124,6 +124,16 @@ class UOp {
   int64_t imax() const { return vmax().i; }
   i128 exact_lo() const { return exact_value(dtype, vmin().i); }  // the bounds as exact integers (int/bool)
   i128 exact_hi() const { return exact_value(dtype, vmax().i); }
+  // A weakint range that passes the int64 carrier is clamped to it (values past it are undefined):
+  // whether that happened to this node, or to this node or any node below it.
+  bool saturated() const {
+    vmin();
+    return saturated_;
+  }
+  bool saturated_below() const {
+    vmin();
+    return saturated_below_;
+  }
 
   // ---- divisibility facts (divisibility.cpp)
   int64_t const_factor() const;                 // a known integer that divides this node
@@ -163,6 +173,7 @@ class UOp {
   uint64_t head_hash_;  // the intern table's hash of (op, dtype, tag, arg): with_src reuses it
   Context* ctx_;
   mutable bool bounds_done_ = false;
+  mutable bool saturated_ = false, saturated_below_ = false;
   mutable ConstValue vmin_, vmax_;
   friend struct BoundsImpl;
 };

@@ -21,6 +21,7 @@ template <class T> T floor_div(T a, T b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <class T> T floor_mod(T a, T b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 traps
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
@@ -124,18 +125,24 @@ const UOp* fold_congruence(const ConstDivisor& k, const std::vector<const UOp*>&
       lo += std::min(a, b);
       hi += std::max(a, b);
     }
-    bool fits = lo >= INT64_MIN && hi <= INT64_MAX;
-    if (fits && floor_div<i128>(lo, c) == floor_div<i128>(hi, c)) {
+    bool in_carrier = lo >= INT64_MIN && hi <= INT64_MAX;
+    if (in_carrier && floor_div<i128>(lo, c) == floor_div<i128>(hi, c)) {
       std::vector<const UOp*> parts;
       for (size_t i = 0; i < n; ++i) parts.push_back(scaled(choices[i][pick[i]], terms[i]));
-      int64_t base = floor_div<int64_t>(int64_t(lo), c);
+      // exact arithmetic: a factor near the int64 limits minus its remainder can pass them
+      i128 base = floor_div<i128>(lo, c);
       if (k.mod) {
+        if (!fits(dtypes::weakint, base * c)) return nullptr;
         Expr rem = sum_from_zero(parts, k.x) + Expr(lift(k.x, cst_rem));
-        return rem - Expr(lift(k.x, base * c));
+        return rem - Expr(lift(k.x, int64_t(base * c)));
       }
       std::vector<const UOp*> quo;
-      for (size_t i = 0; i < n; ++i) quo.push_back(scaled(floor_div(factors[i] - choices[i][pick[i]], c), terms[i]));
-      return sum_from_zero(quo, k.x) + Expr(lift(k.x, floor_div(k.cst, c))) + Expr(lift(k.x, base));
+      for (size_t i = 0; i < n; ++i) {
+        i128 q = floor_div<i128>(i128(factors[i]) - choices[i][pick[i]], c);
+        if (!fits(dtypes::weakint, q)) return nullptr;
+        quo.push_back(scaled(int64_t(q), terms[i]));
+      }
+      return sum_from_zero(quo, k.x) + Expr(lift(k.x, floor_div(k.cst, c))) + Expr(lift(k.x, int64_t(base)));
     }
     // next combination, the last term's choice varying fastest
     size_t i = n;
@@ -165,7 +172,7 @@ const UOp* nest_by_factor(const ConstDivisor& k, const std::vector<const UOp*>& 
                           const std::vector<int64_t>& factors, Memo& memo) {
   std::vector<int64_t> divs;
   for (size_t i = 0; i < k.xs.size(); ++i) {
-    int64_t f = factors[i], af = std::llabs(f);
+    int64_t f = factors[i], af = f == INT64_MIN ? 0 : std::llabs(f);
     if (k.xs[i]->op != Op::CONST && 1 < af && af < k.c && k.c % f == 0) divs.push_back(af);
   }
   std::sort(divs.begin(), divs.end());

@@ -115,6 +115,8 @@ const UOp* narrow_long_math(const UOp* u, const UOp* x, const UOp* y) {
     return v->imin() >= int_min(dtypes::int32) && v->imax() <= int_max(dtypes::int32);
   };
   if (!fits(u) || !fits(x) || !fits(y)) return nullptr;
+  // an int32 shift takes amounts up to 31 only
+  if ((u->op == Op::SHL || u->op == Op::SHR) && (y->imin() < 0 || y->imax() > 31)) return nullptr;
   auto narrow = [](const UOp* v) { return v->is_const() ? v->ctx().cint(v->ival()) : v->cast(dtypes::int32); };
   return narrow(x)->alu(u->op, narrow(y))->cast(u->dtype);
 }

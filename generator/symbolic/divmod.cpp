@@ -357,7 +357,8 @@ const PatternMatcher& div_and_mod_symbolic() {
            [](const Match& m) -> const UOp* {
              if (!int_consts(m, {&c0, &c1})) return nullptr;
              int64_t cv = m.ival(c0), dv = m.ival(c1);
-             if (dv == 0 || floor_mod(cv, dv) == cv || !sum_fits(m[xw], floor_mod(cv, dv))) return nullptr;
+             // x // -1 is -x elsewhere; here INT64_MIN // -1 would trap
+             if (dv == 0 || dv == -1 || floor_mod(cv, dv) == cv || !sum_fits(m[xw], floor_mod(cv, dv))) return nullptr;
              Expr shifted = Expr(m[xw]) + floor_mod(cv, dv);
              if (m.root->op == Op::FLOORMOD) return shifted % Expr(m[c1]);
              return shifted / Expr(m[c1]) + floor_div(cv, dv);

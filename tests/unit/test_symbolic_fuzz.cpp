@@ -566,7 +566,12 @@ class WideExprGen {
     if (depth <= 0 || rng_.chance(10)) return rng_.chance(70) ? var() : cst();
     int d = depth - 1;
     // every draw is its own statement: operand evaluation order is unspecified in C++
-    size_t kind = rng_.weighted({12, 12, 8, 8, 4, 10, 10, 5, 5, 5, 5, 3, 3});
+    size_t kind = rng_.weighted({12, 12, 8, 8, 4, 10, 10, 5, 5, 5, 5, 3, 3, 4});
+    if (kind == 13) {  // through another integer dtype and back: wraps, or not
+      static const std::vector<DType> kVia = {dtypes::uint64, dtypes::int64, dtypes::uint32, dtypes::int32,
+                                              dtypes::uint8,  dtypes::int8,  dtypes::weakint};
+      return gen_int(d)->cast(rng_.pick(kVia))->cast(dt_);
+    }
     if (kind == 9) {
       const UOp* c = gen_bool(d);
       const UOp* t = gen_int(d);
@@ -597,10 +602,12 @@ class WideExprGen {
         Op op = rng_.pick(std::vector<Op>{Op::AND, Op::OR, Op::XOR});
         return binop(op, x, cst());
       }
-      default: {
+      case 12: {
         Op op = rng_.chance(50) ? Op::SHL : Op::SHR;
         return binop(op, x, ctx_.cint(rng_.uniform(0, bitsize(dt_) - 2), dt_));
       }
+      default:
+        return x;
     }
   }
 

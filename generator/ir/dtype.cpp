@@ -115,10 +115,6 @@ int64_t int_max(DType d) {
   return is_unsigned(d) ? (int64_t(1) << b) - 1 : (int64_t(1) << (b - 1)) - 1;
 }
 uint64_t uint_max(DType d) { return d.scalar == Scalar::Uint64 ? ~uint64_t(0) : uint64_t(int_max(d)); }
-i128 exact_value(DType d, int64_t carried) {
-  return d.scalar == Scalar::Uint64 ? i128(uint64_t(carried)) : i128(carried);
-}
-int64_t carried_value(DType, i128 v) { return int64_t(uint64_t(v)); }
 i128 exact_min(DType d) { return int_min(d); }
 i128 exact_max(DType d) { return d.scalar == Scalar::Uint64 ? i128(~uint64_t(0)) : i128(int_max(d)); }
 bool fits(DType d, i128 v) { return exact_min(d) <= v && v <= exact_max(d); }

@@ -77,9 +77,11 @@ int64_t int_max(DType d);  // for uint64 this is INT64_MAX: use exact_max for it
 uint64_t uint_max(DType d);
 // Integers of every dtype are carried in int64; uint64 carries its values from 2^63 up as their bit
 // pattern (negative). These convert between the carried int64 and the exact value.
-i128 exact_value(DType d, int64_t carried);  // uint64: the unsigned reading; others: the value itself
-int64_t carried_value(DType d, i128 v);      // the inverse, for v inside [exact_min(d), exact_max(d)]
-i128 exact_min(DType d);                     // the dtype's limits as exact values (bool: 0, 1)
+inline i128 exact_value(DType d, int64_t carried) {  // uint64: the unsigned reading; others: the value itself
+  return d.scalar == Scalar::Uint64 ? i128(uint64_t(carried)) : i128(carried);
+}
+inline int64_t carried_value(DType, i128 v) { return int64_t(uint64_t(v)); }  // the inverse, for v in the dtype
+i128 exact_min(DType d);  // the dtype's limits as exact values (bool: 0, 1)
 i128 exact_max(DType d);
 bool fits(DType d, i128 v);  // exact_min(d) <= v <= exact_max(d)
 

@@ -10,7 +10,6 @@ namespace kiln {
 
 namespace {
 
-__extension__ using i128 = __int128;
 __extension__ using u128 = unsigned __int128;
 
 float round_to_half(double v) {
@@ -84,8 +83,10 @@ ConstValue truncate_to(DType d, const ConstValue& v) {
   }
   if (is_int(d)) {
     if (v.is_float()) {
-      double x = v.f;
-      if (!std::isfinite(x) || x >= 9.2e18 || x <= -9.2e18) return ConstValue::of_int(0);
+      double x = std::trunc(v.f);
+      // uint64 takes [2^63, 2^64) too; what C leaves undefined (out of range, nan) becomes 0
+      if (d.scalar == Scalar::Uint64 && x >= 0x1p63 && x < 0x1p64) return ConstValue::of_int(int64_t(uint64_t(x)));
+      if (!std::isfinite(x) || x >= 0x1p63 || x < -0x1p63) return ConstValue::of_int(0);
       return ConstValue::of_int(wrap(d, static_cast<int64_t>(x)));
     }
     return ConstValue::of_int(wrap(d, v.i));
@@ -93,7 +94,22 @@ ConstValue truncate_to(DType d, const ConstValue& v) {
   return v;
 }
 
-std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> in) {
+ConstValue convert(DType to, DType from, const ConstValue& v) {
+  // a uint64 from 2^63 up is carried negative: as a float it is its unsigned value
+  if (from.scalar == Scalar::Uint64 && v.is_int() && is_float(to))
+    return truncate_to(to, ConstValue::of_float(double(uint64_t(v.i))));
+  return truncate_to(to, v);
+}
+
+DType operand_dtype(const UOp* u) {
+  if (in_group(u->op, G_COMPARISON) && u->nsrc() == 2)
+    return least_upper_dtype(u->src(0)->dtype.base(), u->src(1)->dtype.base());
+  if ((u->op == Op::CAST || u->op == Op::BITCAST) && u->nsrc() == 1) return u->src(0)->dtype.base();
+  return u->dtype.base();
+}
+
+std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> in, DType operand) {
+  if (operand == DType()) operand = dtype;
   for (const auto& v : in)
     if (v.is_invalid()) {
       if (in_group(op, G_BINARY)) return ConstValue::invalid();
@@ -112,7 +128,10 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
       double a = in[0].as_double(), b = in[1].as_double();
       r = op == Op::CMPLT ? a < b : op == Op::CMPNE ? a != b : a == b;
     } else {
-      int64_t a = in[0].i, b = in[1].i;
+      // operands are seen at their dtype's width (a weak literal next to a uint64 is one)
+      bool weak_operand = operand.scalar == Scalar::WeakInt || !is_int(operand);
+      auto at = [&](const ConstValue& x) { return exact_value(operand, weak_operand ? x.i : wrap(operand, x.i)); };
+      i128 a = at(in[0]), b = at(in[1]);
       r = op == Op::CMPLT ? a < b : op == Op::CMPNE ? a != b : a == b;
     }
     return ConstValue::of_bool(r);
@@ -123,7 +142,7 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
   }
   if (op == Op::CAST) {
     if (!need(1)) return std::nullopt;
-    return truncate_to(dtype, in[0]);
+    return convert(dtype, operand, in[0]);
   }
 
   if (is_float(dtype)) {
@@ -271,6 +290,7 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
       return done(op == Op::FLOORDIV ? q : r);
     }
     case Op::MULACC:
+      if (!weak) return done(i128(int64_t(uint64_t(v(0)) * uint64_t(v(1)) + uint64_t(v(2)))));
       return done(v(0) * v(1) + v(2));
     default:
       return std::nullopt;

@@ -16,6 +16,7 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 static int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 traps
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
@@ -68,6 +69,7 @@ const UOp* UOp::divides(int64_t v) const {
   switch (op) {
     case Op::CONST:
       if (!cval().is_int() || floor_mod(ival(), v) != 0) return nullptr;
+      if (v == -1 && ival() == INT64_MIN) return nullptr;  // 2^63 is no int64
       return const_like(floor_div(ival(), v));
     case Op::STACK: {
       std::vector<const UOp*> parts;
@@ -160,6 +162,7 @@ const UOp* UOp::divide_exact(const UOp* v) const {
   auto [fac, cst] = pop_const(Op::MUL);
   auto [div_fac, div_cst] = v->pop_const(Op::MUL);
   if (!cst.is_int() || !div_cst.is_int() || div_cst.i == 0 || floor_mod(cst.i, div_cst.i) != 0) return nullptr;
+  if (div_cst.i == -1 && cst.i == INT64_MIN) return nullptr;
   // multiset difference of the factors, kept in first-appearance order for a deterministic product
   std::vector<std::pair<const UOp*, int64_t>> count;
   auto slot = [&](const UOp* f) -> int64_t& {

@@ -115,6 +115,9 @@ int64_t int_max(DType d) {
   return is_unsigned(d) ? (int64_t(1) << b) - 1 : (int64_t(1) << (b - 1)) - 1;
 }
 uint64_t uint_max(DType d) { return d.scalar == Scalar::Uint64 ? ~uint64_t(0) : uint64_t(int_max(d)); }
+i128 exact_min(DType d) { return int_min(d); }
+i128 exact_max(DType d) { return d.scalar == Scalar::Uint64 ? i128(~uint64_t(0)) : i128(int_max(d)); }
+bool fits(DType d, i128 v) { return exact_min(d) <= v && v <= exact_max(d); }
 
 DType least_upper_dtype(DType a, DType b) {
   if (a.scalar == b.scalar) return a;

@@ -9,6 +9,8 @@
 
 namespace kiln {
 
+__extension__ typedef __int128 i128;  // exact integer values of every dtype (uint64 and int64 alike)
+
 // Scalar kinds in promotion-priority order. `weakint` is the index type: it behaves like an
 // integer of unbounded width (we carry it in int64) and is what shapes and indices use.
 enum class Scalar : uint8_t {
@@ -71,8 +73,17 @@ int bitsize(DType d);   // scalar bits; weakint reports 64, its carrier
 int itemsize(DType d);  // bytes of the whole (vector) value
 // Value limits of the scalar type; weakint is carried as int64.
 int64_t int_min(DType d);
-int64_t int_max(DType d);  // for uint64 this is INT64_MAX: we carry integers as int64
+int64_t int_max(DType d);  // for uint64 this is INT64_MAX: use exact_max for its real limit
 uint64_t uint_max(DType d);
+// Integers of every dtype are carried in int64; uint64 carries its values from 2^63 up as their bit
+// pattern (negative). These convert between the carried int64 and the exact value.
+inline i128 exact_value(DType d, int64_t carried) {  // uint64: the unsigned reading; others: the value itself
+  return d.scalar == Scalar::Uint64 ? i128(uint64_t(carried)) : i128(carried);
+}
+inline int64_t carried_value(DType, i128 v) { return int64_t(uint64_t(v)); }  // the inverse, for v in the dtype
+i128 exact_min(DType d);  // the dtype's limits as exact values (bool: 0, 1)
+i128 exact_max(DType d);
+bool fits(DType d, i128 v);  // exact_min(d) <= v <= exact_max(d)
 
 // Least upper bound in the seeds' promotion lattice (bool < weakint < int8/uint8 < ... < weakfloat < half ...).
 DType least_upper_dtype(DType a, DType b);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "generator/ir/uop.h"
 
@@ -10,7 +11,6 @@ namespace kiln {
 
 namespace {
 
-__extension__ using i128 = __int128;
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
@@ -23,8 +23,15 @@ ConstValue default_min(DType d) {
 ConstValue default_max(DType d) {
   if (is_bool(d)) return ConstValue::of_bool(true);
   if (is_float(d)) return ConstValue::of_float(INFINITY);
-  if (is_int(d)) return ConstValue::of_int(int_max(d));
+  if (is_int(d)) return ConstValue::of_int(carried_value(d, exact_max(d)));
   return ConstValue::of_int(kI64Max);
+}
+
+// products of exact bounds: two uint64 bounds can pass what int128 holds
+std::optional<i128> mul(i128 a, i128 b) {
+  i128 r;
+  if (__builtin_mul_overflow(a, b, &r)) return std::nullopt;
+  return r;
 }
 
 i128 fdiv(i128 a, i128 b) {
@@ -38,10 +45,19 @@ i128 cdiv(i128 a, i128 b) { return a / b; }
 }  // namespace
 
 struct BoundsImpl {
+  static i128 lo(const UOp* u) { return exact_value(u->dtype, u->vmin_.i); }
+  static i128 hi(const UOp* u) { return exact_value(u->dtype, u->vmax_.i); }
+
+  static inline thread_local bool clamped = false;  // set by ints() for the node being computed
+
   static void compute(const UOp* u) {
+    clamped = false;
     auto [lo, hi] = bounds(u);
     u->vmin_ = lo;
     u->vmax_ = hi;
+    u->saturated_ = clamped;
+    u->saturated_below_ = clamped;
+    for (const UOp* s : u->src()) u->saturated_below_ = u->saturated_below_ || s->saturated_below_;
     u->bounds_done_ = true;
   }
 
@@ -52,11 +68,12 @@ struct BoundsImpl {
       return {ConstValue::of_int(int64_t(std::max<i128>(lo, kI64Min))),
               ConstValue::of_int(int64_t(std::min<i128>(hi, kI64Max)))};
     if (d.scalar == Scalar::WeakInt || !is_int(d)) {
+      clamped = clamped || lo < kI64Min || hi > kI64Max;
       return {ConstValue::of_int(int64_t(std::clamp<i128>(lo, kI64Min, kI64Max))),
               ConstValue::of_int(int64_t(std::clamp<i128>(hi, kI64Min, kI64Max)))};
     }
-    if (lo < int_min(d) || hi > int_max(d)) return {default_min(d), default_max(d)};
-    return {ConstValue::of_int(int64_t(lo)), ConstValue::of_int(int64_t(hi))};
+    if (!fits(d, lo) || !fits(d, hi)) return {default_min(d), default_max(d)};
+    return {ConstValue::of_int(carried_value(d, lo)), ConstValue::of_int(carried_value(d, hi))};
   }
   static std::pair<ConstValue, ConstValue> bools(bool lo, bool hi) {
     return {ConstValue::of_bool(lo), ConstValue::of_bool(hi)};
@@ -72,7 +89,7 @@ struct BoundsImpl {
       if (op == Op::CMPLT) {
         if (fl)
           return bools(s0->vmax_.as_double() < s1->vmin_.as_double(), s0->vmin_.as_double() < s1->vmax_.as_double());
-        return bools(s0->vmax_.i < s1->vmin_.i, s0->vmin_.i < s1->vmax_.i);
+        return bools(hi(s0) < lo(s1), lo(s0) < hi(s1));
       }
       if (op == Op::CMPNE || op == Op::CMPEQ) {
         bool disjoint, same_point;
@@ -82,7 +99,7 @@ struct BoundsImpl {
           disjoint = a1 < b0 || b1 < a0;
           same_point = a0 == a1 && a1 == b0 && b0 == b1;
         } else {
-          int64_t a0 = s0->vmin_.i, a1 = s0->vmax_.i, b0 = s1->vmin_.i, b1 = s1->vmax_.i;
+          i128 a0 = lo(s0), a1 = hi(s0), b0 = lo(s1), b1 = hi(s1);
           disjoint = a1 < b0 || b1 < a0;
           same_point = a0 == a1 && a1 == b0 && b0 == b1;
         }
@@ -96,14 +113,16 @@ struct BoundsImpl {
         return {default_min(d), default_max(d)};
       }
       if (fl || !is_int(d)) return {default_min(d), default_max(d)};
-      i128 a0 = s0->vmin_.i, a1 = s0->vmax_.i, b0 = s1->vmin_.i, b1 = s1->vmax_.i;
+      i128 a0 = lo(s0), a1 = hi(s0), b0 = lo(s1), b1 = hi(s1);
       switch (op) {
         case Op::ADD:
           return ints(d, a0 + b0, a1 + b1);
         case Op::SUB:
           return ints(d, a0 - b1, a1 - b0);
         case Op::MUL: {
-          i128 v[4] = {a0 * b0, a0 * b1, a1 * b0, a1 * b1};
+          auto p0 = mul(a0, b0), p1 = mul(a0, b1), p2 = mul(a1, b0), p3 = mul(a1, b1);
+          if (!p0 || !p1 || !p2 || !p3) break;
+          i128 v[4] = {*p0, *p1, *p2, *p3};
           return ints(d, *std::min_element(v, v + 4), *std::max_element(v, v + 4));
         }
         case Op::AND:
@@ -119,7 +138,7 @@ struct BoundsImpl {
           }
           break;
         case Op::SHL:
-          if (b0 == b1 && b0 >= 0 && b0 < 63) return ints(d, a0 << int(b0), a1 << int(b0));
+          if (b0 == b1 && b0 >= 0 && b0 < 63) return ints(d, a0 * (i128(1) << int(b0)), a1 * (i128(1) << int(b0)));
           break;
         case Op::SHR:
           if (b0 == b1 && b0 >= 0 && b0 < 64) return ints(d, a0 >> int(b0), a1 >> int(b0));
@@ -180,19 +199,18 @@ struct BoundsImpl {
           const UOp* f = u->src(2);
           if (t->is_invalid()) return {f->vmin_, f->vmax_};
           if (f->is_invalid()) return {t->vmin_, t->vmax_};
-          return {ConstValue::of_int(std::min(t->vmin_.i, f->vmin_.i)),
-                  ConstValue::of_int(std::max(t->vmax_.i, f->vmax_.i))};
+          return ints(d, std::min(lo(t), lo(f)), std::max(hi(t), hi(f)));
         }
         break;
       case Op::DEFINE_VAR: {
         const auto& v = u->arg<VarArg>();
         if (is_float(d)) return {ConstValue::of_float(v.fmin), ConstValue::of_float(v.fmax)};
+        if (is_int(d)) return ints(d, exact_value(d, v.min), exact_value(d, v.max));
         return {ConstValue::of_int(v.min), ConstValue::of_int(v.max)};
       }
       case Op::RANGE:
       case Op::SPECIAL:
-        if (d != dtypes::void_ && u->nsrc() > 0 && is_int(u->src(0)->dtype))
-          return ints(d, 0, i128(u->src(0)->vmax_.i) - 1);
+        if (d != dtypes::void_ && u->nsrc() > 0 && is_int(u->src(0)->dtype)) return ints(d, 0, hi(u->src(0)) - 1);
         break;
       case Op::AFTER:
       case Op::INDEX:
@@ -200,39 +218,49 @@ struct BoundsImpl {
         break;
       case Op::STACK: {
         if (u->nsrc() == 0) break;
-        ConstValue lo = u->src(0)->vmin_, hi = u->src(0)->vmax_;
-        for (const UOp* s : u->src()) {
-          if (s->vmin_.as_double() < lo.as_double() || (!s->vmin_.is_float() && s->vmin_.i < lo.i)) lo = s->vmin_;
-          if (s->vmax_.as_double() > hi.as_double() || (!s->vmax_.is_float() && s->vmax_.i > hi.i)) hi = s->vmax_;
+        if (d.scalar == Scalar::Uint64) {  // the lanes' exact bounds (an Invalid lane counts as its bool's)
+          i128 l = lo(u->src(0)), h = hi(u->src(0));
+          for (const UOp* s : u->src()) {
+            if (is_float(s->dtype)) return {default_min(d), default_max(d)};
+            l = std::min(l, lo(s)), h = std::max(h, hi(s));
+          }
+          return ints(d.base(), l, h);
         }
-        return {lo, hi};
+        ConstValue l = u->src(0)->vmin_, h = u->src(0)->vmax_;
+        for (const UOp* s : u->src()) {
+          if (s->vmin_.as_double() < l.as_double() || (!s->vmin_.is_float() && s->vmin_.i < l.i)) l = s->vmin_;
+          if (s->vmax_.as_double() > h.as_double() || (!s->vmax_.is_float() && s->vmax_.i > h.i)) h = s->vmax_;
+        }
+        return {l, h};
       }
       case Op::CONST:
         if (!u->cval().is_invalid()) return {u->cval(), u->cval()};
         break;
       case Op::CAST: {
         const UOp* s = u->src(0);
-        ConstValue lo = s->vmin_, hi = s->vmax_;
+        if (s->vmin_.is_invalid() || s->vmax_.is_invalid()) break;
+        // the source's bounds as numbers (uint64 read unsigned)
+        auto num = [&](const ConstValue& v) { return v.is_float() ? v.f : double(exact_value(s->dtype, v.i)); };
         if (is_int(d)) {
           // truncation toward zero is monotone
-          auto to_int = [](const ConstValue& v) -> std::optional<i128> {
-            if (!v.is_float()) return i128(v.i);
+          auto to_int = [&](const ConstValue& v) -> std::optional<i128> {
+            if (!v.is_float()) return exact_value(s->dtype, v.i);
             if (!std::isfinite(v.f) || std::fabs(v.f) > 9.2e18) return std::nullopt;
             return i128(static_cast<int64_t>(std::trunc(v.f)));
           };
-          auto l = to_int(lo), h = to_int(hi);
+          auto l = to_int(s->vmin_), h = to_int(s->vmax_);
           if (!l || !h) break;
-          if (*l >= int_min(d) && *h <= int_max(d)) return ints(d, *l, *h);
-          if (is_unsigned(d)) break;
-          return ints(d, std::max<i128>(*l, int_min(d)), std::min<i128>(*h, int_max(d)));
+          // a value out of range wraps (a float out of range is undefined in C): the full range then
+          if (fits(d, *l) && fits(d, *h)) return ints(d, *l, *h);
+          break;
         }
         if (is_float(d)) {
-          return {truncate_to(d, ConstValue::of_float(lo.as_double())),
-                  truncate_to(d, ConstValue::of_float(hi.as_double()))};
+          return {truncate_to(d, ConstValue::of_float(num(s->vmin_))),
+                  truncate_to(d, ConstValue::of_float(num(s->vmax_)))};
         }
         if (is_bool(d)) {
-          bool can_be_zero = lo.as_double() <= 0 && hi.as_double() >= 0;
-          bool all_zero = lo.as_double() == 0 && hi.as_double() == 0;
+          bool can_be_zero = num(s->vmin_) <= 0 && num(s->vmax_) >= 0;
+          bool all_zero = num(s->vmin_) == 0 && num(s->vmax_) == 0;
           return bools(!can_be_zero, !all_zero);
         }
         break;

@@ -1,5 +1,7 @@
 #include "generator/ir/text.h"
 
+#include "generator/ir/verify.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -53,8 +55,12 @@ static std::string head(const UOp* u) {
           atom(to_string(v, u->dtype));
         else if constexpr (std::is_same_v<T, VarArg>) {
           atom(std::string(v.name));
-          atom(is_float(u->dtype) ? float_repr(v.fmin) : std::to_string(v.min));
-          atom(is_float(u->dtype) ? float_repr(v.fmax) : std::to_string(v.max));
+          auto bound = [&](int64_t i, double f) {
+            if (is_float(u->dtype)) return float_repr(f);
+            return to_string(ConstValue::of_int(i), u->dtype.base());
+          };
+          atom(bound(v.min, v.fmin));
+          atom(bound(v.max, v.fmax));
           if (v.multiple_of != 1) atom("mul=" + std::to_string(v.multiple_of));
         } else if constexpr (std::is_same_v<T, RangeArg>) {
           atom(std::to_string(v.axis));
@@ -116,7 +122,7 @@ namespace {
 
 class Parser {
  public:
-  Parser(Context& ctx, std::string_view text) : ctx_(ctx), t_(text) {}
+  Parser(Context& ctx, std::string_view text, bool verify) : ctx_(ctx), t_(text), verify_(verify) {}
 
   const UOp* parse_all(ParseError* err) {
     const UOp* r = nullptr;
@@ -304,6 +310,18 @@ class Parser {
       if (!v) fail("expected an integer, got '" + std::string(pos[i].first) + "'", pos[i].second);
       return v;
     };
+    // an integer of dtype dt, as carried: uint64 takes 0..2^64-1
+    auto int_of = [&](DType dt, size_t i) -> std::optional<int64_t> {
+      std::string_view v = pos[i].first;
+      if (dt.scalar != Scalar::Uint64) return int_at(i);
+      uint64_t u = 0;
+      auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
+      if (ec != std::errc() || ptr != v.data() + v.size() || v.empty()) {
+        fail("expected an integer in 0..18446744073709551615 for ulong, got '" + std::string(v) + "'", pos[i].second);
+        return std::nullopt;
+      }
+      return int64_t(u);
+    };
     const UOp* r = nullptr;
     switch (op) {
       case Op::CONST: {
@@ -324,12 +342,9 @@ class Parser {
           if (!f) return fail("expected a number, got '" + std::string(v) + "'", pos[0].second);
           c = ConstValue::of_float(*f);
         } else if (dt.scalar == Scalar::Uint64) {
-          uint64_t u = 0;
-          auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
-          if (ec != std::errc() || ptr != v.data() + v.size())
-            return fail("expected an integer in 0..18446744073709551615 for ulong, got '" + std::string(v) + "'",
-                        pos[0].second);
-          c = ConstValue::of_int(static_cast<int64_t>(u));
+          auto u = int_of(dt, 0);
+          if (!u) return nullptr;
+          c = ConstValue::of_int(*u);
         } else if (is_int(dt)) {
           auto i = to_int(v);
           if (!i) return fail("expected an integer, got '" + std::string(v) + "'", pos[0].second);
@@ -355,10 +370,10 @@ class Parser {
           break;
         }
         if (!is_int(dt)) return fail("a VAR needs an integer or float dtype, got " + to_string(dt), at);
-        auto lo = int_at(1), hi = int_at(2);
+        auto lo = int_of(dt, 1), hi = int_of(dt, 2);
         if (!lo || !hi) return nullptr;
-        if (*lo > *hi)
-          return fail("VAR range is empty: min " + std::to_string(*lo) + " > max " + std::to_string(*hi),
+        if (exact_value(dt, *lo) > exact_value(dt, *hi))
+          return fail("VAR range is empty: min " + std::string(pos[1].first) + " > max " + std::string(pos[2].first),
                       pos[1].second);
         auto mul = take_kw_int("mul", 1);
         if (!mul) return nullptr;
@@ -426,11 +441,14 @@ class Parser {
     }
     if (!kw.empty())
       return fail("unknown argument '" + std::string(kw.begin()->first) + "='", kw.begin()->second.second);
+    if (verify_ && r)
+      if (auto e = verify_node(r)) return fail(std::string(op == Op::DEFINE_VAR ? "VAR" : op_name(op)) + ": " + *e, at);
     return r;
   }
 
   Context& ctx_;
   std::string_view t_;
+  bool verify_;
   size_t pos_ = 0;
   bool failed_ = false;
   ParseError err_;
@@ -439,6 +457,11 @@ class Parser {
 
 }  // namespace
 
-const UOp* parse(Context& ctx, std::string_view text, ParseError* err) { return Parser(ctx, text).parse_all(err); }
+const UOp* parse(Context& ctx, std::string_view text, ParseError* err) {
+  return Parser(ctx, text, false).parse_all(err);
+}
+const UOp* parse_verified(Context& ctx, std::string_view text, ParseError* err) {
+  return Parser(ctx, text, true).parse_all(err);
+}
 
 }  // namespace kiln

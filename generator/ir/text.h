@@ -23,6 +23,9 @@ struct ParseError {
 // Parses one expression (tree form, or bindings form ending with the root). On failure returns
 // nullptr and fills `err` (when given).
 const UOp* parse(Context& ctx, std::string_view text, ParseError* err = nullptr);
+// parse() that also holds every node to the verifier's rules as it is built (ill-typed input such
+// as an int ADD of a float fails at the node's head): for input that users write.
+const UOp* parse_verified(Context& ctx, std::string_view text, ParseError* err = nullptr);
 
 std::string to_string(const ConstValue& v, DType d);  // as printed in CONST
 

@@ -286,9 +286,7 @@ const UOp* Context::cconst(const ConstValue& v, DType d) {
     c = ConstValue::of_float(v.as_double());
   else if (is_bool(d))
     c = ConstValue::of_bool(v.is_float() ? v.f != 0.0 : v.i != 0);
-  else if (v.is_float())
-    c = ConstValue::of_int(static_cast<int64_t>(v.f));
-  else
+  else if (!v.is_float())  // a float into an int dtype: truncate_to converts it, in range or not
     c = ConstValue::of_int(v.i);
   return make(Op::CONST, d, {}, truncate_to(d, c));
 }

@@ -120,8 +120,20 @@ class UOp {
   // ---- range analysis (cached per node, computed iteratively; see range.cpp)
   const ConstValue& vmin() const;
   const ConstValue& vmax() const;
-  int64_t imin() const { return vmin().i; }  // for int/bool dtypes
+  int64_t imin() const { return vmin().i; }  // for int/bool dtypes, as carried (uint64 from 2^63 up: negative)
   int64_t imax() const { return vmax().i; }
+  i128 exact_lo() const { return exact_value(dtype, vmin().i); }  // the bounds as exact integers (int/bool)
+  i128 exact_hi() const { return exact_value(dtype, vmax().i); }
+  // A weakint range that passes the int64 carrier is clamped to it (values past it are undefined):
+  // whether that happened to this node, or to this node or any node below it.
+  bool saturated() const {
+    vmin();
+    return saturated_;
+  }
+  bool saturated_below() const {
+    vmin();
+    return saturated_below_;
+  }
 
   // ---- divisibility facts (divisibility.cpp)
   int64_t const_factor() const;                 // a known integer that divides this node
@@ -161,6 +173,7 @@ class UOp {
   uint64_t head_hash_;  // the intern table's hash of (op, dtype, tag, arg): with_src reuses it
   Context* ctx_;
   mutable bool bounds_done_ = false;
+  mutable bool saturated_ = false, saturated_below_ = false;
   mutable ConstValue vmin_, vmax_;
   friend struct BoundsImpl;
 };
@@ -331,8 +344,13 @@ Expr uprod(std::span<const UOp* const> terms, const UOp* one_like);  // 1 for an
 
 // Exact scalar semantics, shared by constant folding and the test interpreters:
 // integers wrap at the dtype's width; FLOORDIV/FLOORMOD floor; CDIV/CMOD truncate.
-// Returns nullopt where the op is undefined (division by zero) or unsupported.
-std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> operands);
-ConstValue truncate_to(DType d, const ConstValue& v);  // wrap ints, round floats to the dtype
+// `operand` is the dtype of the sources of a comparison or a CAST (a uint64 operand is read
+// unsigned); void means `dtype`. Returns nullopt where the op is undefined (division by zero),
+// unsupported, or the result leaves the weakint carrier.
+std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValue> operands, DType operand = DType());
+ConstValue truncate_to(DType d, const ConstValue& v);           // wrap ints, round floats to the dtype
+ConstValue convert(DType to, DType from, const ConstValue& v);  // a value of dtype `from` as a `to` (CAST)
+// exec_alu's `operand` for node u: its sources' common dtype for a comparison, the source's for a CAST
+DType operand_dtype(const UOp* u);
 
 }  // namespace kiln

@@ -4,7 +4,7 @@
 
 namespace kiln {
 
-static std::optional<std::string> check(const UOp* u) {
+std::optional<std::string> verify_node(const UOp* u) {
   auto nsrc = [&](size_t n) -> std::optional<std::string> {
     if (u->nsrc() != n) return "takes " + std::to_string(n) + " source(s), has " + std::to_string(u->nsrc());
     return std::nullopt;
@@ -24,15 +24,15 @@ static std::optional<std::string> check(const UOp* u) {
       if (is_bool(u->dtype) && !v.is_bool()) return "a bool CONST holds true or false";
       if (is_int(u->dtype) && !v.is_int()) return "an int CONST holds an integer";
       if (is_float(u->dtype) && !v.is_float()) return "a float CONST holds a float";
-      if (is_int(u->dtype) && (v.i < int_min(u->dtype) || v.i > int_max(u->dtype)))
-        return "CONST out of its dtype's range";
+      if (is_int(u->dtype) && !fits(u->dtype, exact_value(u->dtype, v.i))) return "CONST out of its dtype's range";
       return std::nullopt;
     }
     case Op::DEFINE_VAR: {
       if (!u->has_arg<VarArg>()) return "a VAR needs a name and bounds";
       const auto& v = u->arg<VarArg>();
       if (!is_int(u->dtype) && !is_float(u->dtype)) return "a VAR is an integer or a float";
-      if (is_int(u->dtype) ? v.min > v.max : !(v.fmin <= v.fmax)) return "a VAR's range is empty";
+      if (is_int(u->dtype) ? exact_value(u->dtype, v.min) > exact_value(u->dtype, v.max) : !(v.fmin <= v.fmax))
+        return "a VAR's range is empty";
       if (v.multiple_of < 1) return "multiple_of must be positive";
       return nsrc(0);
     }
@@ -76,7 +76,7 @@ static std::optional<std::string> check(const UOp* u) {
 
 std::optional<std::string> verify(const UOp* root) {
   // post-order, as toposort; a graph verified before (the most of it, after every stage) is not
-  // walked again: nodes are immutable, and check() reads a node and its sources only
+  // walked again: nodes are immutable, and verify_node() reads a node and its sources only
   Context& ctx = root->ctx();
   if (ctx.verified(root->id)) return std::nullopt;
   uint32_t epoch = ctx.new_epoch();
@@ -92,7 +92,7 @@ std::optional<std::string> verify(const UOp* root) {
       }
       continue;
     }
-    if (auto e = check(u)) {
+    if (auto e = verify_node(u)) {
       std::string text = print(u);
       if (text.size() > 300) text = text.substr(0, 300) + "...";
       return std::string(op_name(u->op)) + ": " + *e + ": " + text;

@@ -226,6 +226,16 @@ thread_local size_t MatchLease::depth_ = 0;
 
 }  // namespace
 
+// A rewrite of integer math must not make a value that leaves the int64 carrying weakint where the
+// original had none: (x+c)*-1 -> x*-1 + -c overflows at x = INT64_MIN though (x+c)*-1 does not.
+// Only graphs with a saturated range somewhere (values near the int64 limits) are searched.
+static bool leaves_carrier(const UOp* u, const UOp* out) {
+  if (!(is_int(u->dtype) || is_bool(u->dtype)) || u->dtype.ptr || !out->saturated_below()) return false;
+  for (const UOp* n : toposort(out))
+    if (n->saturated() && !contains(u, n)) return true;
+  return false;
+}
+
 const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
   const auto& list = by_op_[int(u->op)];
   if (list.empty()) return nullptr;
@@ -239,7 +249,7 @@ const UOp* PatternMatcher::rewrite(const UOp* u, void* ctx) const {
     const UOp* result = nullptr;
     match_each(r.pat, u, m, [&](const Match& mm) {
       const UOp* out = r.fn(mm, ctx);
-      if (out != nullptr && out != u) {
+      if (out != nullptr && out != u && !leaves_carrier(u, out)) {
         result = out;
         return true;
       }

@@ -234,15 +234,17 @@ const UPat c0 = UPat::cvar("c0"), c1 = UPat::cvar("c1"), c2 = UPat::cvar("c2"), 
 
 namespace detail {
 
-static bool const_num_eq(const ConstValue& want, const ConstValue& got) {
+// a literal of a pattern is a number: -1 is not the uint64 2^64-1 that is carried as -1
+static bool const_num_eq(const ConstValue& want, const UOp* c) {
+  const ConstValue& got = c->cval();
   if (got.is_invalid() || want.is_invalid()) return false;
   if (want.is_float() || got.is_float()) return want.as_double() == got.as_double();
-  return want.i == got.i;
+  return i128(want.i) == exact_value(c->dtype, got.i);
 }
 
 // the checks few patterns have
 static bool match_rare(const PatNode& p, const UOp* u) {
-  if (p.const_num && !(u->op == Op::CONST && const_num_eq(*p.const_num, u->cval()))) return false;
+  if (p.const_num && !(u->op == Op::CONST && const_num_eq(*p.const_num, u))) return false;
   if (p.arg && !(*p.arg == u->arg())) return false;
   for (uint8_t i = 0; i < p.n_reject; ++i) {
     Op o = p.reject_ops[i];
@@ -373,7 +375,8 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
   Op op = Op(p.single_op);
   const UOp* s[3];
   if (p.src.size() > 3) throw InternalError("rewrite templates build nodes of at most 3 sources");
-  for (size_t i = 0; i < p.src.size(); ++i) s[i] = build_rec(p.src[i], m, ctx);
+  for (size_t i = 0; i < p.src.size(); ++i)
+    if ((s[i] = build_rec(p.src[i], m, ctx)) == nullptr) return nullptr;
   size_t ns = p.src.size();
   const UOp* r;
   if (op == Op::WHERE && ns == 3)
@@ -393,7 +396,9 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
       if (x->op != Op::CONST || nv == 3) return r;
       vals[nv++] = x->cval();
     }
-    if (auto v = exec_alu(r->op, r->dtype, std::span<const ConstValue>(vals, nv))) return ctx.cconst(*v, r->dtype);
+    if (auto v = exec_alu(r->op, r->dtype, std::span<const ConstValue>(vals, nv), operand_dtype(r)))
+      return ctx.cconst(*v, r->dtype);
+    return nullptr;  // a fold that cannot be done (weakint overflow, x // 0): the rule does not fire
   }
   return r;
 }
@@ -401,6 +406,7 @@ static const UOp* build_rec(const UPat& t, const Match& m, Context& ctx) {
 const UOp* UPat::build(const Match& m) const {
   Context& ctx = m.root->ctx();
   const UOp* r = build_rec(*this, m, ctx);
+  if (r == nullptr) return nullptr;
   // a literal result takes the matched node's dtype (x*0 -> 0 of x's dtype)
   if (r->op == Op::CONST && r->dtype != m.root->dtype && is_weak(r->dtype) && !is_bool(m.root->dtype) &&
       m.root->dtype.ptr == false)

@@ -15,19 +15,21 @@ namespace kiln {
 
 namespace {
 
-__extension__ typedef __int128 i128;  // exact bounds of products of int64
-
 // Python's // and %: round toward -inf, the remainder takes the divisor's sign.
 template <class T> T floor_div(T a, T b) {
   T q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <class T> T floor_mod(T a, T b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 traps
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
 bool is_int_const(const UOp* u) { return u->is_const() && u->cval().is_int(); }
+
+// x + k stays inside the int64 that carries weakint for every value of x
+bool sum_fits(const UOp* x, i128 k) { return fits(x->dtype, x->exact_lo() + k) && fits(x->dtype, x->exact_hi() + k); }
 
 // u == factor * term, with factor = u's const_factor when that division is exact.
 std::pair<const UOp*, int64_t> decompose(const UOp* u) {
@@ -123,18 +125,24 @@ const UOp* fold_congruence(const ConstDivisor& k, const std::vector<const UOp*>&
       lo += std::min(a, b);
       hi += std::max(a, b);
     }
-    bool fits = lo >= INT64_MIN && hi <= INT64_MAX;
-    if (fits && floor_div<i128>(lo, c) == floor_div<i128>(hi, c)) {
+    bool in_carrier = lo >= INT64_MIN && hi <= INT64_MAX;
+    if (in_carrier && floor_div<i128>(lo, c) == floor_div<i128>(hi, c)) {
       std::vector<const UOp*> parts;
       for (size_t i = 0; i < n; ++i) parts.push_back(scaled(choices[i][pick[i]], terms[i]));
-      int64_t base = floor_div<int64_t>(int64_t(lo), c);
+      // exact arithmetic: a factor near the int64 limits minus its remainder can pass them
+      i128 base = floor_div<i128>(lo, c);
       if (k.mod) {
+        if (!fits(dtypes::weakint, base * c)) return nullptr;
         Expr rem = sum_from_zero(parts, k.x) + Expr(lift(k.x, cst_rem));
-        return rem - Expr(lift(k.x, base * c));
+        return rem - Expr(lift(k.x, int64_t(base * c)));
       }
       std::vector<const UOp*> quo;
-      for (size_t i = 0; i < n; ++i) quo.push_back(scaled(floor_div(factors[i] - choices[i][pick[i]], c), terms[i]));
-      return sum_from_zero(quo, k.x) + Expr(lift(k.x, floor_div(k.cst, c))) + Expr(lift(k.x, base));
+      for (size_t i = 0; i < n; ++i) {
+        i128 q = floor_div<i128>(i128(factors[i]) - choices[i][pick[i]], c);
+        if (!fits(dtypes::weakint, q)) return nullptr;
+        quo.push_back(scaled(int64_t(q), terms[i]));
+      }
+      return sum_from_zero(quo, k.x) + Expr(lift(k.x, floor_div(k.cst, c))) + Expr(lift(k.x, int64_t(base)));
     }
     // next combination, the last term's choice varying fastest
     size_t i = n;
@@ -164,7 +172,7 @@ const UOp* nest_by_factor(const ConstDivisor& k, const std::vector<const UOp*>& 
                           const std::vector<int64_t>& factors, Memo& memo) {
   std::vector<int64_t> divs;
   for (size_t i = 0; i < k.xs.size(); ++i) {
-    int64_t f = factors[i], af = std::llabs(f);
+    int64_t f = factors[i], af = f == INT64_MIN ? 0 : std::llabs(f);
     if (k.xs[i]->op != Op::CONST && 1 < af && af < k.c && k.c % f == 0) divs.push_back(af);
   }
   std::sort(divs.begin(), divs.end());
@@ -337,16 +345,20 @@ const PatternMatcher& div_and_mod_symbolic() {
       Rule((xw / c0 + c1) / c2,
            [](const Match& m) -> const UOp* {
              if (!int_consts(m, {&c0, &c1, &c2})) return nullptr;
-             int64_t cc = m.ival(c0), a = m.ival(c1), dd = m.ival(c2);
+             int64_t cc = m.ival(c0), a = m.ival(c1), dd = m.ival(c2), shift, div;
              if (cc == 0 || dd <= 0) return nullptr;
-             return (Expr(m[xw]) + a * cc) / (cc * dd);
+             // a fold past int64 does not fire: neither the constants nor x + c1*c0 may leave it
+             if (__builtin_mul_overflow(a, cc, &shift) || __builtin_mul_overflow(cc, dd, &div)) return nullptr;
+             if (!sum_fits(m[xw], shift)) return nullptr;
+             return (Expr(m[xw]) + shift) / div;
            }),
       // (x+c0)//c1 -> (x + c0%c1)//c1 + c0//c1 and (x+c0)%c1 -> (x + c0%c1)%c1: move whole periods out
       Rule(UPat::op({Op::FLOORDIV, Op::FLOORMOD}, {xw + c0, c1}),
            [](const Match& m) -> const UOp* {
              if (!int_consts(m, {&c0, &c1})) return nullptr;
              int64_t cv = m.ival(c0), dv = m.ival(c1);
-             if (dv == 0 || floor_mod(cv, dv) == cv) return nullptr;
+             // x // -1 is -x elsewhere; here INT64_MIN // -1 would trap
+             if (dv == 0 || dv == -1 || floor_mod(cv, dv) == cv || !sum_fits(m[xw], floor_mod(cv, dv))) return nullptr;
              Expr shifted = Expr(m[xw]) + floor_mod(cv, dv);
              if (m.root->op == Op::FLOORMOD) return shifted % Expr(m[c1]);
              return shifted / Expr(m[c1]) + floor_div(cv, dv);

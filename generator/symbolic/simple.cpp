@@ -22,9 +22,6 @@ std::vector<DType> with(std::vector<DType> v, std::initializer_list<DType> more)
   return v;
 }
 
-int64_t py_floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t py_mod(int64_t a, int64_t b) { return a - py_floordiv(a, b) * b; }
-
 const UOp* noop(const UOp* like) { return like->ctx().make(Op::NOOP, dtypes::void_); }
 // WHERE keeps the dtype of its value branch; the Invalid marker is a bool CONST of any width.
 const UOp* gated(const UOp* cond, const UOp* t, const UOp* inv) {
@@ -59,7 +56,8 @@ const UOp* fold_scalar_alu(const UOp* a) {
   }
   // a scalar Invalid is left to the Invalid rules
   if (poisoned) return nullptr;
-  std::optional<ConstValue> r = exec_alu(a->op, a->dtype.base(), std::span<const ConstValue>(ops, a->nsrc()));
+  std::optional<ConstValue> r =
+      exec_alu(a->op, a->dtype.base(), std::span<const ConstValue>(ops, a->nsrc()), operand_dtype(a));
   return r ? a->const_like(*r) : nullptr;
 }
 
@@ -92,7 +90,7 @@ const UOp* fold_const_alu(const Match& m) {
       out.push_back(a->ctx().invalid());
       continue;
     }
-    std::optional<ConstValue> r = exec_alu(a->op, a->dtype.base(), ops);
+    std::optional<ConstValue> r = exec_alu(a->op, a->dtype.base(), ops, operand_dtype(a));
     if (!r) return nullptr;
     out.push_back(a->const_like(*r));
   }
@@ -163,9 +161,10 @@ const UOp* quotient_base(const UOp* q, const UOp* base, int64_t div) {
   auto [qq, s_cv] = q->pop_const();
   auto [num, a_cv] = base->pop_const();
   if (qq->op != Op::FLOORDIV || qq->src(1)->op != Op::CONST || !s_cv.is_int() || !a_cv.is_int()) return nullptr;
-  int64_t s = s_cv.i, a = a_cv.i, qd = qq->src(1)->ival(), D;
-  if (div > 0 && num->op == Op::FLOORDIV && num->src(1)->op == Op::CONST && qd == num->src(1)->ival() * div) {
-    int64_t c = num->src(1)->ival();
+  // exact arithmetic: the constants may sit near the int64 limits
+  i128 s = s_cv.i, a = a_cv.i, qd = qq->src(1)->ival(), D;
+  if (div > 0 && num->op == Op::FLOORDIV && num->src(1)->op == Op::CONST && qd == num->src(1)->ival() * i128(div)) {
+    i128 c = num->src(1)->ival();
     num = num->src(0);
     a *= c;
     D = c * div;
@@ -178,10 +177,13 @@ const UOp* quotient_base(const UOp* q, const UOp* base, int64_t div) {
   auto [x, xa] = num->pop_const();
   auto [p, pa] = qq->src(0)->pop_const();
   if (p != x || !xa.is_int() || !pa.is_int()) return nullptr;
-  int64_t t = xa.i + a - pa.i;
-  if (py_mod(t, D) != 0) return nullptr;
-  int64_t k = py_floordiv(t, D) - s;
-  return k ? (Expr(base) + lift(base, -k * div)).get() : base;
+  i128 t = xa.i + a - pa.i;
+  i128 quo = t / D - (t % D != 0 && ((t < 0) != (D < 0)));
+  if (t - quo * D != 0) return nullptr;
+  i128 shift = -(quo - s) * div;
+  if (shift == 0) return base;
+  if (!fits(dtypes::weakint, shift)) return nullptr;
+  return (Expr(base) + lift(base, int64_t(shift))).get();
 }
 
 // Pairs a scaled mod (base%div)*mul with a term q*(div*mul) carrying base's quotient. graph_rewrite
@@ -214,7 +216,7 @@ const UOp* fold_add_divmod_recombine(const Match& m) {
     auto [mod, mul_cv] = scaled[i];
     if (mod->op != Op::FLOORMOD || mod->src(1)->op != Op::CONST || !mul_cv.is_int()) continue;
     const UOp* base = mod->src(0);
-    int64_t div = mod->src(1)->ival(), mul = mul_cv.i, want;
+    int64_t div = mod->src(1)->ival(), mul = mul_cv.i, want, outer;
     if (__builtin_mul_overflow(div, mul, &want)) continue;
     // the partner comes from the other source
     size_t jb = i < nleft ? nleft : 0, je = i < nleft ? terms.size() : nleft;
@@ -228,8 +230,9 @@ const UOp* fold_add_divmod_recombine(const Match& m) {
         return r.get();
       };
       if (const UOp* b = quotient_base(q, base, div)) return finish(b);
-      if (q->op == Op::FLOORMOD && q->src(1)->op == Op::CONST && q->src(1)->ival() > 0)
-        if (const UOp* b = quotient_base(q->src(0), base, div)) return finish(Expr(b) % (div * q->src(1)->ival()));
+      if (q->op == Op::FLOORMOD && q->src(1)->op == Op::CONST && q->src(1)->ival() > 0 &&
+          !__builtin_mul_overflow(div, q->src(1)->ival(), &outer))
+        if (const UOp* b = quotient_base(q->src(0), base, div)) return finish(Expr(b) % outer);
     }
   }
   return nullptr;
@@ -360,10 +363,11 @@ PatternMatcher make_simple() {
              if ((mask | ((int64_t(1) << k) - 1)) != -1) return nullptr;
              return (Expr(m[x]) >> k).get();
            }),
-      Rule((x & pmask) / c,
+      Rule((x & pmask) / cc,
            [=](const Match& m) -> const UOp* {
              int64_t mask = m[pmask]->ival(), cv = m[c]->ival();
-             if (!m[pmask]->cval().is_int() || cv <= 0 || (cv & (cv - 1)) != 0) return nullptr;
+             if (!m[pmask]->cval().is_int() || !m[c]->cval().is_int() || cv <= 0 || (cv & (cv - 1)) != 0)
+               return nullptr;
              if ((mask | (cv - 1)) != -1) return nullptr;
              return (Expr(m[x]) / cv).get();
            }),
@@ -374,7 +378,7 @@ PatternMatcher make_simple() {
       Rule(UPat::op(Op::CAST, {cc}).dtype(all_strong),
            [](const Match& m) -> const UOp* {
              if (m[c]->is_invalid()) return nullptr;
-             return m.root->const_like(m[c]->cval());
+             return m.root->const_like(convert(m.root->dtype.base(), m[c]->dtype.base(), m[c]->cval()));
            }),
       Rule(UPat::op(unary, {cfold}), fold_const_alu),
       Rule(UPat::op(binary, {cfold, cfold}), fold_const_alu),

@@ -19,12 +19,17 @@ const std::vector<DType> kSInts = {dtypes::int8, dtypes::int16, dtypes::int32, d
 
 int64_t py_floordiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 
-// numeric order of two range-analysis values (ints exactly, anything with a float as doubles)
-int cmp_cv(const ConstValue& a, const ConstValue& b) {
-  if (!a.is_float() && !b.is_float()) return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+// numeric order of two range-analysis values of dtype d (ints exactly, uint64 read unsigned; floats as doubles)
+int cmp_cv(DType d, const ConstValue& a, const ConstValue& b) {
+  if (!a.is_float() && !b.is_float()) {
+    i128 x = exact_value(d, a.i), y = exact_value(d, b.i);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
   double x = a.as_double(), y = b.as_double();
   return x < y ? -1 : x > y ? 1 : 0;
 }
+// the exact value of an integer CONST
+i128 cint_value(const UOp* c) { return exact_value(c->dtype, c->ival()); }
 bool int_const(const UOp* u) { return u->is_const() && (u->cval().is_int() || u->cval().is_bool()); }
 
 // a CONST of value v in the promoted dtype of two constants (the seeds' c1-c0 on UOps)
@@ -110,6 +115,8 @@ const UOp* narrow_long_math(const UOp* u, const UOp* x, const UOp* y) {
     return v->imin() >= int_min(dtypes::int32) && v->imax() <= int_max(dtypes::int32);
   };
   if (!fits(u) || !fits(x) || !fits(y)) return nullptr;
+  // an int32 shift takes amounts up to 31 only
+  if ((u->op == Op::SHL || u->op == Op::SHR) && (y->imin() < 0 || y->imax() > 31)) return nullptr;
   auto narrow = [](const UOp* v) { return v->is_const() ? v->ctx().cint(v->ival()) : v->cast(dtypes::int32); };
   return narrow(x)->alu(u->op, narrow(y))->cast(u->dtype);
 }
@@ -215,8 +222,9 @@ PatternMatcher make_symbolic() {
            }),
       Rule(x.maximum(y),
            [](const Match& m) -> const UOp* {
-             if (cmp_cv(m[x]->vmin(), m[y]->vmax()) >= 0) return m[x];
-             if (cmp_cv(m[x]->vmax(), m[y]->vmin()) <= 0) return m[y];
+             DType d = m.root->dtype.base();
+             if (cmp_cv(d, m[x]->vmin(), m[y]->vmax()) >= 0) return m[x];
+             if (cmp_cv(d, m[x]->vmax(), m[y]->vmin()) <= 0) return m[y];
              return nullptr;
            }),
   };
@@ -226,23 +234,30 @@ PatternMatcher make_symbolic() {
     rules.push_back(rw(x.alu(op, c1).alu(op, c2), x.alu(op, c1.alu(op, c2).fold())));
 
   std::vector<Rule> more = {
-      // (x//c1)//c2 -> x//(c1*c2) for c2 > 0
+      // (x//c1)//c2 -> x//(c1*c2) for c2 > 0, c1*c2 in the dtype (and c1 > 0 where x//-1 can wrap)
       Rule((x / c1) / c2,
            [](const Match& m) -> const UOp* {
-             if (!int_const(m[c1]) || !int_const(m[c2]) || m[c2]->ival() <= 0) return nullptr;
-             int64_t p;
-             if (__builtin_mul_overflow(m[c1]->ival(), m[c2]->ival(), &p)) return nullptr;
-             return (Expr(m[x]) / Expr(const_of(m[c1], m[c2], p))).get();
+             if (!int_const(m[c1]) || !int_const(m[c2])) return nullptr;
+             i128 a = cint_value(m[c1]), b = cint_value(m[c2]);
+             DType d = least_upper_dtype(m[c1]->dtype, m[c2]->dtype).base();
+             if (b <= 0 || a == 0 || (a < 0 && !is_weak(m.root->dtype))) return nullptr;
+             i128 p;
+             if (__builtin_mul_overflow(a, b, &p) || !fits(d, p) || !fits(m.root->dtype.base(), p)) return nullptr;
+             return (Expr(m[x]) / Expr(const_of(m[c1], m[c2], carried_value(d, p)))).get();
            }),
 
       // ** lt
-      // c0+x < c1 -> x < c1-c0
-      Rule((c0 + xi) < c1,
+      // c0+x < c1 -> x < c1-c0, where c0+x does not wrap
+      Rule((c0 + xi).named("a") < c1,
            [](const Match& m) -> const UOp* {
              if (!int_const(m[c0]) || !int_const(m[c1])) return nullptr;
-             int64_t v;
-             if (__builtin_sub_overflow(m[c1]->ival(), m[c0]->ival(), &v)) return nullptr;
-             return (Expr(m[x]) < Expr(const_of(m[c1], m[c0], v))).get();
+             DType d = m[a]->dtype.base();
+             i128 k = cint_value(m[c0]), v = cint_value(m[c1]) - k;
+             // the sum's exact range: a fixed-width sum that could wrap keeps its comparison
+             if (!is_weak(d) && !(fits(d, m[x]->exact_lo() + k) && fits(d, m[x]->exact_hi() + k))) return nullptr;
+             DType cd = least_upper_dtype(m[c1]->dtype, m[c0]->dtype).base();
+             if (!fits(cd, v) || !fits(d, v)) return nullptr;
+             return (Expr(m[x]) < Expr(const_of(m[c1], m[c0], carried_value(cd, v)))).get();
            }),
       // c0*x < c1 -> sign(c0)*x < ceil(c1/|c0|)
       Rule((c0 * xw) < c1,
@@ -300,7 +315,7 @@ PatternMatcher make_symbolic() {
       Rule(xi.cast(ints_w).named("a").cast().named("b"),
            [](const Match& m) -> const UOp* {
              DType ad = m[a]->dtype;
-             if (int_min(ad) > m[x]->imin() || m[x]->imax() > int_max(ad)) return nullptr;
+             if (!fits(ad, m[x]->exact_lo()) || !fits(ad, m[x]->exact_hi())) return nullptr;
              return m[x]->cast(m[b]->dtype);
            }),
       Rule(UPat::op(OpSet::of_group(G_BINARY), {UPat::var("x", {dtypes::int64, dtypes::weakint}),
@@ -348,7 +363,8 @@ const UOp* fold_int_consts(const UOp* u, int& budget) {
     if (s == nullptr) return nullptr;
     vals[i] = s->cval();
   }
-  std::optional<ConstValue> r = exec_alu(u->op, u->dtype.base(), std::span<const ConstValue>(vals, u->nsrc()));
+  std::optional<ConstValue> r =
+      exec_alu(u->op, u->dtype.base(), std::span<const ConstValue>(vals, u->nsrc()), operand_dtype(u));
   return r ? u->const_like(*r) : nullptr;
 }
 

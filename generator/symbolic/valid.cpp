@@ -19,19 +19,27 @@ struct Bound {
   int64_t c;
 };
 
+// the bounds below are signed int64: uint64 (carried as its bit pattern from 2^63 up) is left alone
+bool signed_carried(const UOp* u) { return is_int(u->dtype) && u->dtype.scalar != Scalar::Uint64; }
+
 // Reads one clause as a bound on an integer expression, or nothing.
 std::optional<Bound> parse_valid(const UOp* v) {
   // !(X < c) is X >= c
   if (v->op == Op::CMPNE && v->src(1)->is_const() && !v->src(1)->is_invalid() && v->src(1)->cval().as_double() == 1 &&
-      v->src(0)->op == Op::CMPLT && is_int(v->src(0)->src(0)->dtype)) {
+      v->src(0)->op == Op::CMPLT && signed_carried(v->src(0)->src(0)) && signed_carried(v->src(0)->src(1))) {
     const UOp* s0 = v->src(0);
     return Bound{s0->src(0), false, s0->src(1)->imin()};
   }
-  if (v->op == Op::CMPLT && is_int(v->src(0)->dtype)) {
+  if (v->op == Op::CMPLT && signed_carried(v->src(0)) && signed_carried(v->src(1))) {
+    int64_t c;
     // c < X is X >= c+1
-    if (v->src(0)->is_const()) return Bound{v->src(1), false, v->src(0)->ival() + 1};
+    if (v->src(0)->is_const()) {
+      if (__builtin_add_overflow(v->src(0)->ival(), 1, &c)) return std::nullopt;
+      return Bound{v->src(1), false, c};
+    }
     // X < c is X <= c-1
-    return Bound{v->src(0), true, v->src(1)->imax() - 1};
+    if (__builtin_sub_overflow(v->src(1)->imax(), 1, &c)) return std::nullopt;
+    return Bound{v->src(0), true, c};
   }
   return std::nullopt;
 }

@@ -83,7 +83,7 @@ int run_simplify(std::istream& in, const std::string& source, bool stats) {
     if (first == std::string::npos || line[first] == '#') continue;
     kiln::Context ctx;
     kiln::ParseError err;
-    const kiln::UOp* u = kiln::parse(ctx, line, &err);
+    const kiln::UOp* u = kiln::parse_verified(ctx, line, &err);
     if (!u) {
       std::cerr << source << "line " << lineno << ": error: " << err.message << " (column " << err.offset + 1 << ")\n";
       ++failed;

@@ -48,6 +48,19 @@ check "bad stderr" "$(printf '%s\n' \
   "line 6: error: VAR range is empty: min 9 > max 1 (column 16)" \
   "line 8: error: division by zero in (FLOORDIV:weakint (VAR:weakint a 0 7) (CONST:weakint 0))")" "$(cat "$tmp/err")"
 
+# ill-typed lines are refused by the verifier, with the line and the column of the bad node
+printf '%s\n' '(ADD:int (CONST:float 1.5) (CONST:int 2))' \
+  '(AND:bool (CONST:int 5) (CMPLT:bool (VAR:weakint a 0 3) (CONST:weakint 1)))' \
+  '(MUL:weakint (VAR:weakint a 0 3) (ADD:int (CONST:int 1) (CONST:long 2)))' \
+  '(ADD:int (VAR:int i 0 3) (CONST:weakint 1))' >"$tmp/typed.in"
+"$kiln" simplify "$tmp/typed.in" >"$tmp/out" 2>"$tmp/err"
+check "ill-typed exit code" 1 "$?"
+check "ill-typed stdout" '(ADD:int (VAR:int i 0 3) (CONST:weakint 1)) [1, 4]' "$(cat "$tmp/out")"
+check "ill-typed stderr" "$(printf '%s\n' \
+  "line 1: error: ADD: operand of dtype float in a int op (column 2)" \
+  "line 2: error: AND: operand of dtype int in a bool op (column 2)" \
+  "line 3: error: ADD: operand of dtype long in a int op (column 35)")" "$(cat "$tmp/err")"
+
 # a missing file is an error, not a crash; a directory is no input and a device no endless one
 "$kiln" simplify "$tmp/does-not-exist" >/dev/null 2>"$tmp/err"
 check "missing file exit code" 1 "$?"

@@ -99,7 +99,7 @@ Value eval_node(const UOp* u, const std::vector<const Value*>& in, const Env& en
     else if (u->op == Op::BITCAST)
       r[l] = bitcast(u->src(0)->dtype, u->dtype, ops[0]);
     else
-      r[l] = exec_alu(u->op, u->dtype, ops);
+      r[l] = exec_alu(u->op, u->dtype, ops, operand_dtype(u));
   }
   return r;
 }
@@ -166,9 +166,11 @@ Comparison compare(const UOp* ours, const UOp* expected, uint64_t seed, size_t e
       return c;
     }
     int64_t step = l->op == Op::DEFINE_VAR ? std::max<int64_t>(1, l->arg<VarArg>().multiple_of) : 1;
-    int64_t lo = l->vmin().i, hi = l->vmax().i;
-    if (step > 1) lo = lo >= 0 ? (lo + step - 1) / step * step : -((-lo) / step * step);
-    if (hi < lo) {
+    int64_t lo = l->vmin().i, hi = l->vmax().i;  // as carried: a uint64 from 2^63 up is negative
+    i128 x = l->exact_lo();
+    if (step > 1) x = x >= 0 ? (x + step - 1) / step * step : -((-x) / step * step);
+    lo = carried_value(l->dtype, x);
+    if (l->exact_hi() < x) {
       c.result = Comparison::Result::NotEvaluable;
       c.why = "empty domain for " + print(l).substr(0, 80);
       return c;
@@ -183,7 +185,9 @@ Comparison compare(const UOp* ours, const UOp* expected, uint64_t seed, size_t e
       for (const Domain& d : dom) {
         if (d.leaf->op == Op::DEFINE_VAR) continue;
         Value end = evaluate(d.leaf->src(0), env);
-        if (!end[0] || env.at(d.leaf).i >= end[0]->i) return true;  // not a point of the iteration space
+        // not a point of the iteration space
+        if (!end[0] || exact_value(d.leaf->dtype, env.at(d.leaf).i) >= exact_value(d.leaf->src(0)->dtype, end[0]->i))
+          return true;
       }
       Value a = evaluate(ours, env), b = evaluate(expected, env);
       ++c.points;

@@ -5,6 +5,7 @@
 
 #include "generator/ir/text.h"
 #include "generator/ir/uop.h"
+#include "generator/ir/verify.h"
 
 namespace kiln {
 namespace {
@@ -112,6 +113,32 @@ TEST(Alu, ExactIntegerSemantics) {
   EXPECT_EQ(run(Op::ADD, dtypes::weakint, INT64_MAX, 1), INT64_MIN);
 }
 
+// uint64 carries its values from 2^63 up as negative int64 bit patterns: every op reads them unsigned
+TEST(Alu, Uint64IsReadUnsigned) {
+  const int64_t max = -1, big = -7;  // 2^64-1 and 2^64-7
+  auto cmp = [](Op op, int64_t a, int64_t b, DType operand = dtypes::uint64) {
+    ConstValue in[2] = {ConstValue::of_int(a), ConstValue::of_int(b)};
+    return exec_alu(op, dtypes::bool_, in, operand)->i;
+  };
+  EXPECT_EQ(cmp(Op::CMPLT, 0, big), 1);
+  EXPECT_EQ(cmp(Op::CMPLT, max, 0), 0);
+  EXPECT_EQ(cmp(Op::CMPLT, big, max), 1);
+  EXPECT_EQ(cmp(Op::CMPLT, -1, 0, dtypes::int64), 1);
+  EXPECT_EQ(cmp(Op::CMPLT, -1, 5, dtypes::uint8), 0);  // a weak -1 next to a uint8 is 255
+  ConstValue one[1] = {ConstValue::of_int(1)};
+  EXPECT_EQ(exec_alu(Op::NEG, dtypes::uint64, one)->i, max);
+  ConstValue mx[2] = {ConstValue::of_int(big), ConstValue::of_int(1)};
+  EXPECT_EQ(exec_alu(Op::MAX, dtypes::uint64, mx)->i, big);
+  EXPECT_EQ(exec_alu(Op::FLOORDIV, dtypes::uint64, mx)->i, big);
+  ConstValue m3[3] = {ConstValue::of_int(max), ConstValue::of_int(max), ConstValue::of_int(3)};
+  EXPECT_EQ(exec_alu(Op::MULACC, dtypes::uint64, m3)->i, 4);  // (2^64-1)^2 + 3 wraps to 4
+  ConstValue c[1] = {ConstValue::of_int(max)};
+  EXPECT_EQ(exec_alu(Op::CAST, dtypes::float32, c, dtypes::uint64)->f, 0x1p64);
+  EXPECT_EQ(exec_alu(Op::CAST, dtypes::float64, c, dtypes::int64)->f, -1.0);
+  EXPECT_EQ(convert(dtypes::float64, dtypes::uint64, ConstValue::of_int(big)).f, 0x1p64);
+  EXPECT_EQ(truncate_to(dtypes::uint64, ConstValue::of_float(0x1p63 + 0x1p11)).i, int64_t(0x8000000000000800ull));
+}
+
 TEST(Alu, FloatsRoundToTheirDtype) {
   ConstValue in[2] = {ConstValue::of_float(0.1), ConstValue::of_float(0.2)};
   auto r = exec_alu(Op::ADD, dtypes::float32, in);
@@ -145,6 +172,32 @@ TEST(Range, BoundsFollowTheOps) {
   EXPECT_EQ(bounds(i * 2), std::make_pair(int64_t(-128), int64_t(127)));
   Expr big = ctx.var("big", 0, INT64_MAX);
   EXPECT_EQ(bounds(big * 4).second, INT64_MAX);  // the index type saturates
+}
+
+TEST(Range, Uint64BoundsAreExactOrTheFullRange) {
+  Context ctx;
+  auto bounds = [](Expr e) { return std::make_pair(e->exact_lo(), e->exact_hi()); };
+  const i128 max = ~uint64_t(0);
+  Expr a = ctx.var("a", 0, 10, dtypes::uint64);
+  Expr big = ctx.cint(-7, dtypes::uint64);  // 2^64-7
+  EXPECT_EQ(bounds(big), std::make_pair(max - 6, max - 6));
+  EXPECT_EQ(bounds(a + big), std::make_pair(i128(0), max));  // wraps: the whole range, not INT64_MAX
+  EXPECT_EQ(bounds(a * big), std::make_pair(i128(0), max));
+  EXPECT_EQ(bounds(big * big), std::make_pair(i128(0), max));  // past int128: no overflow either
+  EXPECT_EQ(bounds(maximum(big, a)), std::make_pair(max - 6, max - 6));
+  EXPECT_EQ(bounds(Expr(big) / 2), std::make_pair((max - 6) / 2, (max - 6) / 2));
+  EXPECT_EQ(bounds(a < big), std::make_pair(i128(1), i128(1)));
+  EXPECT_EQ(bounds(big < a), std::make_pair(i128(0), i128(0)));
+  Expr u = ctx.var("u", 0, -1, dtypes::uint64);  // 0 .. 2^64-1
+  EXPECT_EQ(bounds(u), std::make_pair(i128(0), max));
+  EXPECT_EQ(u->cast(dtypes::float32)->vmax().f, 0x1p64);
+  EXPECT_EQ(bounds(u->cast(dtypes::int64)), std::make_pair(i128(INT64_MIN), i128(INT64_MAX)));
+  EXPECT_EQ(bounds(a->cast(dtypes::int8)), std::make_pair(i128(0), i128(10)));
+  // a cast that can wrap gets the target's full range, not a clamped one
+  Expr l = ctx.var("l", 0, int64_t(1) << 40, dtypes::int64);
+  EXPECT_EQ(bounds(l->cast(dtypes::int32)), std::make_pair(i128(INT32_MIN), i128(INT32_MAX)));
+  Expr n = ctx.var("n", -3, 3, dtypes::int64);
+  EXPECT_EQ(bounds(n->cast(dtypes::uint64)), std::make_pair(i128(0), max));
 }
 
 TEST(Text, RoundTripsExactly) {
@@ -197,6 +250,38 @@ TEST(Text, ErrorsSayWhatAndWhere) {
   EXPECT_EQ(err("(CONST:weakint 1) x"), "18: unexpected text after the expression");
   EXPECT_EQ(err("(CONST:weakint x)"), "15: expected an integer, got 'x'");
   EXPECT_EQ(err(""), "0: unexpected end of input, expected '('");
+  EXPECT_EQ(err("(VAR:ulong a 0 18446744073709551616)"),
+            "15: expected an integer in 0..18446744073709551615 for ulong, got '18446744073709551616'");
+  EXPECT_EQ(err("(VAR:ulong a 18446744073709551615 1)"), "13: VAR range is empty: min 18446744073709551615 > max 1");
+}
+
+TEST(Text, Uint64VariablesTakeTheWholeRange) {
+  Context ctx;
+  std::string s = "(VAR:ulong a 9223372036854775808 18446744073709551615)";
+  const UOp* u = parse(ctx, s);
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(print(u), s);
+  EXPECT_EQ(u->exact_lo(), i128(1) << 63);
+  EXPECT_EQ(u->exact_hi(), i128(~uint64_t(0)));
+  EXPECT_EQ(verify(u), std::nullopt);
+}
+
+// parse_verified is what users' text goes through: an ill-typed node fails at its head
+TEST(Text, VerifiedParseRefusesIllTypedNodes) {
+  Context ctx;
+  auto err = [&](std::string_view s) {
+    ParseError e;
+    EXPECT_NE(parse(ctx, s), nullptr) << s;  // well formed as text
+    EXPECT_EQ(parse_verified(ctx, s, &e), nullptr) << s;
+    return std::to_string(e.offset) + ": " + e.message;
+  };
+  EXPECT_EQ(err("(ADD:int (CONST:float 1.5) (CONST:int 2))"), "1: ADD: operand of dtype float in a int op");
+  EXPECT_EQ(err("(AND:bool (CONST:int 5) (CONST:bool true))"), "1: AND: operand of dtype int in a bool op");
+  EXPECT_EQ(err("(MUL:weakint (VAR:weakint a 0 3) (ADD:int (CONST:int 1) (CONST:long 2)))"),
+            "34: ADD: operand of dtype long in a int op");
+  for (std::string_view ok : {"(ADD:int (VAR:int a 0 3) (CONST:weakint 1))", "(CONST:ulong 18446744073709551609)",
+                              "(CMPLT:bool (CONST:ulong 0) (CONST:ulong 18446744073709551609))"})
+    EXPECT_NE(parse_verified(ctx, ok), nullptr) << ok;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 // distributions, so every standard library draws the same cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -121,7 +122,7 @@ class Program {
         else
           ops.push_back(*val[size_t(s)]);
       }
-      if (ok) val[i] = exec_alu(u->op, u->dtype, ops);
+      if (ok) val[i] = exec_alu(u->op, u->dtype, ops, operand_dtype(u));
     }
     return val;
   }
@@ -135,7 +136,8 @@ class Program {
 std::string point_str(const std::vector<Var>& vars, const Point& p) {
   std::string s;
   for (size_t i = 0; i < vars.size(); ++i)
-    s += (i ? " " : "") + std::string(vars[i].u->arg<VarArg>().name) + "=" + std::to_string(p[i]);
+    s += (i ? " " : "") + std::string(vars[i].u->arg<VarArg>().name) + "=" +
+         to_string(ConstValue::of_int(p[i]), vars[i].u->dtype);
   return s;
 }
 
@@ -172,7 +174,12 @@ struct Verdict {
   std::string detail;
 };
 
-bool in_bounds(const UOp* u, const ConstValue& v) { return u->vmin().i <= v.i && v.i <= u->vmax().i; }
+// exact values: a uint64 from 2^63 up is carried negative
+bool in_bounds(const UOp* u, const ConstValue& v) {
+  if (v.is_float() || u->vmin().is_float() || u->vmax().is_float()) return false;
+  i128 x = exact_value(u->dtype, v.i);
+  return u->exact_lo() <= x && x <= u->exact_hi();
+}
 
 std::string bounds_str(const UOp* u) {
   return "[" + to_string(u->vmin(), u->dtype) + ", " + to_string(u->vmax(), u->dtype) + "]";
@@ -258,8 +265,9 @@ const UOp* shrink(const UOp* e, const PatternMatcher& pm, const std::vector<Var>
       std::vector<const UOp*> cands;
       if (n->op == Op::DEFINE_VAR) {
         const VarArg& va = n->arg<VarArg>();
-        cands.push_back(ctx.cint(va.min));
-        if (va.min < 0 && va.max > 0) cands.push_back(ctx.cint(0));
+        cands.push_back(n->const_like(va.min));
+        if (exact_value(n->dtype, va.min) < 0 && exact_value(n->dtype, va.max) > 0)
+          cands.push_back(n->const_like(int64_t(0)));
       }
       for (const UOp* x : n->src())
         if (x->dtype == n->dtype) cands.push_back(x);
@@ -267,11 +275,11 @@ const UOp* shrink(const UOp* e, const PatternMatcher& pm, const std::vector<Var>
         cands.push_back(ctx.cbool(false));
         cands.push_back(ctx.cbool(true));
       } else if (n->op != Op::CONST && n->op != Op::DEFINE_VAR) {
-        cands.push_back(ctx.cint(0));
-        cands.push_back(ctx.cint(1));
-      } else if (n->op == Op::CONST && (n->ival() > 1 || n->ival() < -1)) {
+        cands.push_back(n->const_like(int64_t(0)));
+        cands.push_back(n->const_like(int64_t(1)));
+      } else if (n->op == Op::CONST && n->cval().is_int() && (n->ival() > 1 || n->ival() < -1)) {
         for (int64_t c : {int64_t(1), int64_t(-1), n->ival() / 2, n->ival() - (n->ival() > 0 ? 1 : -1)})
-          if (c != 0) cands.push_back(ctx.cint(c));
+          if (c != 0) cands.push_back(n->const_like(c));
       }
       for (const UOp* c : cands) {
         if (c == n) continue;
@@ -438,58 +446,267 @@ class ExprGen {
   std::vector<Var> vars_;
 };
 
+// ---------------------------------------------------------------- expressions at the carriers' edges
+
+// Index math where the int64 carrier shows: uint64 (wraps mod 2^64, carried from 2^63 up as a
+// negative int64), int64 and 32-bit ints (wrap), and weakint (never wraps: past int64 a value is
+// undefined) with variables and constants near the limits.
+class WideExprGen {
+ public:
+  WideExprGen(Rng& rng, Context& ctx) : rng_(rng), ctx_(ctx) {
+    static const DType kDtypes[] = {dtypes::uint64, dtypes::weakint, dtypes::int64, dtypes::uint32, dtypes::int32};
+    dt_ = kDtypes[rng_.weighted({5, 5, 2, 1, 1})];
+    lo_ = exact_min(dt_), hi_ = exact_max(dt_);
+    static const char* const kNames[] = {"a", "b", "c"};
+    int n = int(rng_.uniform(1, 3));
+    for (int i = 0; i < n; ++i) vars_.push_back(make_var(kNames[i]));
+  }
+  const std::vector<Var>& vars() const { return vars_; }
+
+  const UOp* root() {
+    int depth = int(rng_.uniform(1, 5));
+    return rng_.chance(20) ? gen_bool(depth) : gen_int(depth);
+  }
+
+  // random points (many near the ends of each range and at the carriers' edges), then the corners
+  std::vector<Point> points(int nrandom) {
+    std::vector<Point> out;
+    for (int k = 0; k < nrandom; ++k) {
+      Point p;
+      for (const Var& v : vars_) p.push_back(sample(v));
+      out.push_back(p);
+    }
+    for (uint32_t corner = 0; corner < (1u << vars_.size()); ++corner) {
+      Point p;
+      for (size_t i = 0; i < vars_.size(); ++i) p.push_back(corner >> i & 1 ? vars_[i].hi : vars_[i].lo);
+      out.push_back(p);
+    }
+    return out;
+  }
+
+ private:
+  i128 clip(i128 v) const { return std::clamp(v, lo_, hi_); }
+  int64_t carried(i128 v) const { return carried_value(dt_, clip(v)); }
+  i128 exact(int64_t v) const { return exact_value(dt_, v); }
+
+  // a value where the carriers change behaviour: the dtype's ends, 2^31, 2^32, 2^62, 2^63, +-0..2
+  i128 edge() {
+    static const i128 kEdges[] = {0, i128(1) << 31, i128(1) << 32, i128(1) << 62, i128(1) << 63, i128(1) << 64};
+    i128 k = rng_.uniform(-2, 2);
+    switch (rng_.weighted({3, 3, 4})) {
+      case 0:
+        return clip(lo_ + (k < 0 ? -k : k));
+      case 1:
+        return clip(hi_ - (k < 0 ? -k : k));
+      default: {
+        i128 e = kEdges[rng_.uniform(0, 5)];
+        return clip((rng_.chance(lo_ < 0 ? 50 : 0) ? -e : e) + k);
+      }
+    }
+  }
+  i128 value() {
+    switch (rng_.weighted({4, 4, 2})) {
+      case 0:
+        return clip(rng_.uniform(lo_ < 0 ? -20 : 0, 20));
+      case 1:
+        return edge();
+      default:
+        return exact(rng_.uniform(carried_value(dt_, lo_), carried_value(dt_, hi_)));
+    }
+  }
+
+  Var make_var(const char* name) {
+    i128 a = value(), b;
+    switch (rng_.weighted({3, 3, 1})) {
+      case 0:  // a short range at a random or edge value
+        b = clip(a + rng_.uniform(0, 40));
+        break;
+      case 1:
+        b = value();
+        break;
+      default:  // the dtype's whole range
+        a = lo_, b = hi_;
+        break;
+    }
+    if (b < a) std::swap(a, b);
+    int64_t lo = carried(a), hi = carried(b);
+    return {ctx_.var(name, lo, hi, dt_), lo, hi, 1};
+  }
+
+  int64_t sample(const Var& v) {
+    i128 lo = exact(v.lo), hi = exact(v.hi);
+    switch (rng_.weighted({3, 2, 2, 1})) {
+      case 0:
+        return rng_.uniform(v.lo, v.hi);  // uniform over the carried range, uint64 included
+      case 1:
+        return carried(std::min(hi, lo + rng_.uniform(0, 3)));
+      case 2:
+        return carried(std::max(lo, hi - rng_.uniform(0, 3)));
+      default: {
+        i128 e = edge();
+        return carried(e >= lo && e <= hi ? e : lo);
+      }
+    }
+  }
+
+  const UOp* cst() { return ctx_.cint(carried(value()), dt_); }
+  const UOp* divisor() {
+    std::vector<const UOp*> positive;
+    for (const Var& v : vars_)
+      if (exact(v.lo) >= 1) positive.push_back(v.u);
+    if (!positive.empty() && rng_.chance(10)) return rng_.pick(positive);
+    i128 d = rng_.chance(60) ? clip(rng_.uniform(1, 9)) : value();
+    if (d == 0) d = 1;
+    if (lo_ < 0 && rng_.chance(15)) d = clip(-d);
+    return ctx_.cint(carried(d), dt_);
+  }
+  const UOp* var() { return rng_.pick(vars_).u; }
+
+  const UOp* gen_int(int depth) {
+    if (depth <= 0 || rng_.chance(10)) return rng_.chance(70) ? var() : cst();
+    int d = depth - 1;
+    // every draw is its own statement: operand evaluation order is unspecified in C++
+    size_t kind = rng_.weighted({12, 12, 8, 8, 4, 10, 10, 5, 5, 5, 5, 3, 3, 4});
+    if (kind == 13) {  // through another integer dtype and back: wraps, or not
+      static const std::vector<DType> kVia = {dtypes::uint64, dtypes::int64, dtypes::uint32, dtypes::int32,
+                                              dtypes::uint8,  dtypes::int8,  dtypes::weakint};
+      return gen_int(d)->cast(rng_.pick(kVia))->cast(dt_);
+    }
+    if (kind == 9) {
+      const UOp* c = gen_bool(d);
+      const UOp* t = gen_int(d);
+      return where(c, t, gen_int(d));
+    }
+    if (kind == 10) return gen_bool(d)->cast(dt_);
+    Expr x = gen_int(d);
+    switch (kind) {
+      case 0:
+        return x + Expr(gen_int(d));
+      case 1:
+        return x + Expr(cst());
+      case 2:
+        return x * Expr(cst());
+      case 3:
+        return x * rng_.uniform(-3, 4);
+      case 4:
+        return x - Expr(gen_int(d));
+      case 5:
+        return x / Expr(divisor());
+      case 6:
+        return x % Expr(divisor());
+      case 7:
+        return maximum(x, gen_int(d));
+      case 8:
+        return minimum(x, gen_int(d));
+      case 11: {
+        Op op = rng_.pick(std::vector<Op>{Op::AND, Op::OR, Op::XOR});
+        return binop(op, x, cst());
+      }
+      case 12: {
+        Op op = rng_.chance(50) ? Op::SHL : Op::SHR;
+        return binop(op, x, ctx_.cint(rng_.uniform(0, bitsize(dt_) - 2), dt_));
+      }
+      default:
+        return x;
+    }
+  }
+
+  const UOp* gen_bool(int depth) {
+    if (depth <= 0) return Expr(var()) < Expr(cst());
+    int d = depth - 1;
+    size_t kind = rng_.weighted({10, 8, 8, 4, 4, 3});
+    if (kind == 5) return !Expr(gen_bool(d));
+    if (kind >= 3) {
+      Expr x = gen_bool(d);
+      Expr y = gen_bool(d);
+      return kind == 3 ? x & y : x | y;
+    }
+    Expr x = gen_int(d);
+    Expr y = kind == 0 ? Expr(gen_int(d)) : Expr(cst());
+    return kind <= 1 ? x < y : x != y;
+  }
+
+  Rng& rng_;
+  Context& ctx_;
+  DType dt_;
+  i128 lo_ = 0, hi_ = 0;
+  std::vector<Var> vars_;
+};
+
 struct Matcher {
   const char* name;
   const PatternMatcher& pm;
 };
 
-TEST(SymbolicFuzz, DifferentialAgainstExactEvaluation) {
-  constexpr int kCases = 10'000;
-  constexpr int kRandomPoints = 10;
+struct FuzzResult {
+  int failures = 0, changed = 0, evaluated_points = 0;
+  std::string summary, report;
+};
+
+// kCases random expressions of Gen, each simplified by sym() and symbolic() and checked at its points
+template <class Gen> FuzzResult fuzz(uint64_t seed, int cases, int random_points) {
   constexpr int kShrinkAtMost = 40;  // shrink and print the first failures; count all of them
   const Matcher matchers[] = {{"sym", sym()}, {"symbolic", symbolic()}};
-
-  Rng rng(0x6b696c6e'66757a7aull);  // "kilnfuzz"
+  Rng rng(seed);
   std::map<std::pair<std::string, Kind>, int> counts;
   std::set<std::string> repros;
-  int failures = 0, changed = 0, evaluated_points = 0;
-  std::string report;
-  for (int iter = 0; iter < kCases; ++iter) {
+  FuzzResult r;
+  for (int iter = 0; iter < cases; ++iter) {
     Context ctx;
-    ExprGen gen(rng, ctx);
+    Gen gen(rng, ctx);
     const UOp* e = gen.root();
-    std::vector<Point> points = gen.points(kRandomPoints);
-    evaluated_points += int(points.size());
+    std::vector<Point> points = gen.points(random_points);
+    r.evaluated_points += int(points.size());
     for (const Matcher& m : matchers) {
       Verdict v = check(e, m.pm, gen.vars(), points);
-      changed += v.simplified != nullptr && v.simplified != e;
+      r.changed += v.simplified != nullptr && v.simplified != e;
       if (v.kind == Kind::Ok) continue;
-      ++failures;
+      ++r.failures;
       ++counts[{m.name, v.kind}];
-      if (failures > kShrinkAtMost) continue;
+      if (r.failures > kShrinkAtMost) continue;
       const UOp* small = shrink(e, m.pm, gen.vars(), points, v.kind);
       Verdict sv = check(small, m.pm, gen.vars(), points);
       std::string repro = print(small);
       bool fresh = repros.insert(std::string(m.name) + " " + repro).second;
-      report += "\n[case " + std::to_string(iter) + ", " + m.name + "] " + kind_name(v.kind) +
-                "\n  expression: " + print(e) + "\n  simplified: " + (v.simplified ? print(v.simplified) : "-") +
-                "\n  " + v.detail;
+      r.report += "\n[case " + std::to_string(iter) + ", " + m.name + "] " + kind_name(v.kind) +
+                  "\n  expression: " + print(e) + "\n  simplified: " + (v.simplified ? print(v.simplified) : "-") +
+                  "\n  " + v.detail;
       if (!fresh) {
-        report += "\n  (minimal reproduction already reported above)\n";
+        r.report += "\n  (minimal reproduction already reported above)\n";
         continue;
       }
-      report += "\n  minimal reproduction: " + repro +
-                "\n  simplifies to:        " + (sv.simplified ? print(sv.simplified) : "-") + "\n  " + sv.detail + "\n";
+      r.report += "\n  minimal reproduction: " + repro +
+                  "\n  simplifies to:        " + (sv.simplified ? print(sv.simplified) : "-") + "\n  " + sv.detail +
+                  "\n";
     }
   }
-  std::string summary;
   for (const auto& [key, n] : counts)
-    summary += "\n  " + key.first + ": " + std::to_string(n) + " x " + kind_name(key.second);
-  EXPECT_EQ(failures, 0) << failures << " failing (case, matcher) pairs out of " << 2 * kCases << ":" << summary
-                         << "\nFirst failures (at most " << kShrinkAtMost << ", shrunk):" << report;
+    r.summary += "\n  " + key.first + ": " + std::to_string(n) + " x " + kind_name(key.second);
+  r.summary += "\nFirst failures (at most " + std::to_string(kShrinkAtMost) + ", shrunk):";
+  return r;
+}
+
+TEST(SymbolicFuzz, DifferentialAgainstExactEvaluation) {
+  constexpr int kCases = 10'000;
+  constexpr int kRandomPoints = 10;
+  FuzzResult r = fuzz<ExprGen>(0x6b696c6e'66757a7aull, kCases, kRandomPoints);  // "kilnfuzz"
+  EXPECT_EQ(r.failures, 0) << r.failures << " failing (case, matcher) pairs out of " << 2 * kCases << ":" << r.summary
+                           << r.report;
   // the generator must keep producing work for the simplifier, and every case must be checked
-  EXPECT_GT(changed, kCases / 2);
-  EXPECT_GE(evaluated_points, kCases * (kRandomPoints + 2));
+  EXPECT_GT(r.changed, kCases / 2);
+  EXPECT_GE(r.evaluated_points, kCases * (kRandomPoints + 2));
+}
+
+// The same promises (values, bounds of every node, idempotence, no exception) for uint64, int64,
+// 32-bit ints and weakint near the int64 limits (issue 19: wrong values, unsound bounds, aborts).
+TEST(SymbolicFuzz, CarrierEdgesAgainstExactEvaluation) {
+  constexpr int kCases = 8'000;
+  constexpr int kRandomPoints = 12;
+  FuzzResult r = fuzz<WideExprGen>(0x77696465'66757a7aull, kCases, kRandomPoints);  // "widefuzz"
+  EXPECT_EQ(r.failures, 0) << r.failures << " failing (case, matcher) pairs out of " << 2 * kCases << ":" << r.summary
+                           << r.report;
+  EXPECT_GT(r.changed, kCases / 3);
+  EXPECT_GE(r.evaluated_points, kCases * (kRandomPoints + 2));
 }
 
 // ---------------------------------------------------------------- text round trip

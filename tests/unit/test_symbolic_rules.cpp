@@ -281,6 +281,78 @@ TEST(Symbolic, Comparisons) {
         });
 }
 
+// uint64 values from 2^63 up are carried as negative int64: rules read them unsigned (issue 19 #6)
+TEST(Symbolic, Uint64IsUnsigned) {
+  const char* u = "(VAR:ulong u 0 1)";
+  auto sub = [&](std::string s) {
+    for (size_t at; (at = s.find("%u")) != std::string::npos;) s.replace(at, 2, u);
+    return s;
+  };
+  std::vector<std::string> keep;  // the strings the cases point into
+  auto c = [&](std::string in, const char* out) {
+    keep.push_back(sub(in));
+    const char* i = keep.back().c_str();
+    keep.push_back(out ? sub(out) : "");
+    return Case{i, out ? keep.back().c_str() : nullptr};
+  };
+  keep.reserve(64);
+  check(symbolic(),
+        {
+            c("(CMPLT:bool (CONST:ulong 0) (CONST:ulong 18446744073709551609))", "(CONST:bool true)"),
+            c("(CMPLT:bool (NEG:ulong (CONST:ulong 1)) (CONST:ulong 0))", "(CONST:bool false)"),
+            c("(MAX:ulong (CONST:ulong 18446744073709551609) %u)", "(CONST:ulong 18446744073709551609)"),
+            c("(CAST:float (CONST:ulong 18446744073709551615))", "(CONST:float 1.8446744073709552e+19)"),
+            c("(FLOORDIV:ulong %u (CONST:ulong 18446744073709551615))", "(CONST:ulong 0)"),
+            // x // -1 is -x; x // (2^64-1) is not
+            c("(FLOORDIV:ulong (VAR:ulong w 0 18446744073709551615) (CONST:ulong 18446744073709551615))", nullptr),
+            c("(CMPLT:bool (ADD:ulong %u (CONST:ulong 18446744073709551615)) (CONST:ulong 1))", nullptr),
+            c("(CMPLT:bool (ADD:ulong (VAR:ulong v 1 9) (CONST:weakint -1)) (CONST:ulong 3))",
+              "(CMPLT:bool (VAR:ulong v 1 9) (CONST:ulong 4))"),
+            c("(FLOORDIV:ulong (FLOORDIV:ulong %u (CONST:ulong 9223372036854775808)) (CONST:ulong 2))",
+              "(CONST:ulong 0)"),
+            c("(CAST:int (CAST:ulong (VAR:int i -1 1)))", nullptr),
+        });
+}
+
+// A fold whose constants leave int64 does not fire (issue 19 #7); every value of these fits
+TEST(Symbolic, FoldsPastInt64DoNotFire) {
+  check(symbolic(),
+        {
+            // (x//2)//2^62 must not become x//2^63 (2^63 is not an int64)
+            {"(FLOORDIV:weakint (FLOORDIV:weakint %n #2) #4611686018427387904)", nullptr},
+            {"(FLOORDIV:weakint (ADD:weakint (FLOORDIV:weakint %n #2) #1) #4611686018427387904)", nullptr},
+            // -3 + -(2^63-1) is not an int64: the constants stay apart (this looped)
+            {"(ADD:weakint (ADD:weakint %a #-3) #-9223372036854775807)", nullptr},
+            {"(ADD:weakint (ADD:weakint %a #-3) #-9223372036854775805)", "(ADD:weakint %a #-9223372036854775808)"},
+            {"(ADD:weakint (MUL:weakint %a #9223372036854775807) (MUL:weakint %a #2))", nullptr},  // not %a * 2^63+1
+        });
+}
+
+// A rewrite must not make a value past int64 where the original had none: at %w = INT64_MIN,
+// (w+1)*-1 is INT64_MAX but w*-1 is no int64 (found by SymbolicFuzz.CarrierEdgesAgainstExactEvaluation)
+TEST(Symbolic, RewritesDoNotLeaveTheCarrier) {
+  check(sym(), {
+                   {"(MUL:weakint (ADD:weakint (VAR:weakint w -9223372036854775808 -14) #1) #-1)", nullptr},
+                   {"(MUL:weakint (ADD:weakint (VAR:weakint w -9223372036854775807 -14) #1) #-1)",
+                    "(ADD:weakint (MUL:weakint (VAR:weakint w -9223372036854775807 -14) #-1) #-1)"},
+                   // (q * (2^63-1)) // 2 for q in {-1, 0}: the congruence's quotient factor is 2^62, exactly
+                   {"(FLOORDIV:weakint (MUL:weakint (FLOORDIV:weakint %n #9) #9223372036854775807) #2)",
+                    "(MUL:weakint (FLOORDIV:weakint %n #9) #4611686018427387904)"},  // -2^62 at q = -1
+                   // (x + INT64_MIN) // -1 kept the constant apart by INT64_MIN // -1, which traps (SIGFPE)
+                   {"(FLOORDIV:weakint (ADD:weakint %a #-9223372036854775808) #-1)", nullptr},
+                   // an int32 shift takes amounts up to 31: a long >> 32 stays a long
+                   {"(SHR:long (VAR:long q -10 10) (CONST:long 32))", nullptr},
+               });
+}
+
+// rules only read a constant's value where the pattern asks for a CONST (issue 19 #10)
+TEST(SymbolicSimple, MaskedDivisionBySymbol) {
+  check(symbolic(), {
+                        {"(FLOORDIV:weakint (AND:weakint (VAR:weakint f 1 2) #1) (VAR:weakint x 7 8))", "#0"},
+                        {"(FLOORDIV:weakint (AND:weakint %a #-4) %b)", nullptr},
+                    });
+}
+
 TEST(Symbolic, Casts) {
   check(symbolic(), {
                         {"(CAST:int32 (CAST:int8 %a))", "(CAST:int32 %a)"},

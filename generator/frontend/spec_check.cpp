@@ -229,7 +229,8 @@ class Checker {
       return;
     }
     if (e.receiver) check_expr(*e.receiver, names, assigned, first_assignment);
-    for (const ExprPtr& o : e.operands) check_expr(*o, names, assigned, first_assignment);
+    for (const ExprPtr& o : e.operands)
+      if (o) check_expr(*o, names, assigned, first_assignment);
     std::map<std::string, Loc> seen;
     for (const Kwarg& k : e.kwargs) {
       check_expr(*k.value, names, assigned, first_assignment);

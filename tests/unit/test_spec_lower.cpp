@@ -179,9 +179,9 @@ TEST(SpecLowerErrors, UnknownOp) {
 }
 
 TEST(SpecLowerErrors, WrongArity) {
-  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.softmax(1)")),
-            "t.kiln:4:9: error: wrong number of arguments to 'softmax' (expected 1, got 2)\n"
-            "  C = A.softmax(1)\n"
+  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.softmax(1, 2)")),
+            "t.kiln:4:9: error: wrong number of arguments to 'softmax' (expected 1 to 2, got 3)\n"
+            "  C = A.softmax(1, 2)\n"
             "        ^~~~~~~\n");
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = where(A > 0, A)")),
             "t.kiln:4:7: error: wrong number of arguments to 'where' (expected 3, got 2)\n"
@@ -201,14 +201,19 @@ TEST(SpecLowerErrors, UnknownKeyword) {
 }
 
 TEST(SpecLowerErrors, MissingKeyword) {
+  // a required argument is positional or keyword, as in tinygrad: missing, the count is wrong
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.cast()")),
-            "t.kiln:4:9: error: missing keyword 'dtype' for 'cast'\n"
+            "t.kiln:4:9: error: wrong number of arguments to 'cast' (expected 2, got 1)\n"
             "  C = A.cast()\n"
             "        ^~~~\n");
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = flip(A)")),
-            "t.kiln:4:7: error: missing keyword 'axis' for 'flip'\n"
+            "t.kiln:4:7: error: wrong number of arguments to 'flip' (expected at least 2, got 1)\n"
             "  C = flip(A)\n"
             "      ^~~~\n");
+  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = where(A > 0, y=A)")),
+            "t.kiln:4:7: error: missing argument 'x' for 'where'\n"
+            "  C = where(A > 0, y=A)\n"
+            "      ^~~~~\n");
 }
 
 TEST(SpecLowerErrors, ArgumentType) {

@@ -1,6 +1,7 @@
 // Composite ops: matmul with batch broadcasting, softmax, norms.
 #include "generator/frontend/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -68,7 +69,8 @@ Tensor Tensor::pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double va
   Tensor p = pad(pads);
   if (p.uop() == u_ || value == 0) return p;
   Tensor inside = Tensor::full(*ctx_, std::vector<Dim>(shape_.begin(), shape_.end()), 1, dtypes::bool_).pad(pads);
-  return inside.where(p, p.lift(value));
+  // a float fill is weak (it takes the tensor's dtype); an integer one must not promote it to float
+  return inside.where(p, is_float(dtype()) ? p.lift(value) : Tensor::constant(*ctx_, value, dtype()));
 }
 
 namespace {
@@ -284,7 +286,7 @@ static std::vector<std::pair<Dim, Dim>> full_pads(size_t rank, const std::vector
 
 Tensor Tensor::max_pool2d(std::vector<int64_t> k, std::vector<int64_t> stride, std::vector<int64_t> padding,
                           std::vector<int64_t> dilation, bool ceil_mode) const {
-  k = per_axis(k, 2, "max_pool2d", "kernel size");
+  if (k.size() == 1) k = {k[0], k[0]};  // one size: a square window; more: that many spatial axes
   size_t n = k.size();
   std::vector<int64_t> s = per_axis(stride.empty() ? k : stride, n, "max_pool2d", "stride");
   std::vector<int64_t> d = per_axis(dilation, n, "max_pool2d", "dilation");
@@ -299,7 +301,7 @@ Tensor Tensor::max_pool2d(std::vector<int64_t> k, std::vector<int64_t> stride, s
 
 Tensor Tensor::avg_pool2d(std::vector<int64_t> k, std::vector<int64_t> stride, std::vector<int64_t> padding,
                           std::vector<int64_t> dilation, bool ceil_mode, bool count_include_pad) const {
-  k = per_axis(k, 2, "avg_pool2d", "kernel size");
+  if (k.size() == 1) k = {k[0], k[0]};  // one size: a square window; more: that many spatial axes
   size_t n = k.size();
   std::vector<int64_t> s = per_axis(stride.empty() ? k : stride, n, "avg_pool2d", "stride");
   std::vector<int64_t> d = per_axis(dilation, n, "avg_pool2d", "dilation");
@@ -326,6 +328,8 @@ Tensor Tensor::avg_pool2d(std::vector<int64_t> k, std::vector<int64_t> stride, s
 Tensor Tensor::tril(int64_t diagonal) const {
   if (ndim() < 2) throw ShapeError("tril: expected rank >= 2, got " + shape_str(shape_));
   const UOp *r = shape_[ndim() - 2], *c = shape_[ndim() - 1];
+  // the indices are int32: a diagonal past either corner keeps all or nothing, as any further one
+  diagonal = std::clamp(diagonal, -r->vmax().i, c->vmax().i);
   Tensor i = iota(*ctx_, r).reshape({r, 1}), j = iota(*ctx_, c).reshape({1, c});
   return (j <= i + diagonal).where(*this, lift(0).cast(dtype()));
 }

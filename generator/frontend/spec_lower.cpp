@@ -337,13 +337,19 @@ class Lowerer {
     Value all;
     all.kind = Value::Kind::Tuple;
     for (const Expr* g : given) {
-      Value v = eval(*g);
-      if (v.kind == Value::Kind::Tuple)
+      all.items.push_back(eval(*g));
+      if (all.items.back().kind == Value::Kind::Tuple)
         fail(g->loc, span_of(*g), "cannot mix a tuple with separate arguments for " + what,
-             "one tuple or separate " + std::string(p.type == Type::Tensors ? "tensors" : "values"), describe(v));
-      if (!convert(ctx_, v, p.type))
-        fail(g->loc, span_of(*g), "wrong type for " + what, item_type_name(p.type), describe(v));
-      all.items.push_back(std::move(v));
+             "one tuple or separate " + std::string(p.type == Type::Tensors ? "tensors" : "values"),
+             describe(all.items.back()));
+    }
+    for (size_t i = 0; i < given.size(); ++i) {
+      Value one;
+      one.kind = Value::Kind::Tuple;
+      one.items = {all.items[i]};
+      if (!convert(ctx_, one, p.type))
+        fail(given[i]->loc, span_of(*given[i]), "wrong type for " + what, item_type_name(p.type),
+             describe(all.items[i]));
     }
     std::optional<Arg> a = convert(ctx_, all, p.type);
     if (!a) fail(call.loc, call.name.size(), "wrong type for " + what, type_name(p.type), describe(all));

@@ -33,7 +33,7 @@ std::string describe(const Value& v) {
     case Value::Kind::DType:
       return "dtype " + v.spelling;
     case Value::Kind::Tuple:
-      return "a tuple of " + std::to_string(v.items.size()) + " items";
+      return "a tuple of " + std::to_string(v.items.size()) + (v.items.size() == 1 ? " item" : " items");
     case Value::Kind::String:
       return "\"" + v.spelling + "\"";
   }

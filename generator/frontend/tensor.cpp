@@ -256,10 +256,10 @@ Tensor Tensor::getitem(const std::vector<Index>& indices) const {
       views.push_back({c.cint(0), size});
     } else if (!indices[d].slice) {
       const UOp* i = indices[d].at.get(c);
-      if (known && i->op == Op::CONST && (i->ival() >= n || i->ival() < -n))
-        throw ShapeError("index: expected an index in [" + std::to_string(-n) + ", " + std::to_string(n) +
-                         ") on axis " + std::to_string(d) + " of " + shape_str(shape_) + ", got " +
-                         std::to_string(i->ival()));
+      int64_t lo = size->vmin().i;  // in range for every size the axis may have
+      if (i->op == Op::CONST && (i->ival() >= lo || i->ival() < -lo))
+        throw ShapeError("index: expected an index in [-" + dim_str(size) + ", " + dim_str(size) + ") on axis " +
+                         std::to_string(d) + " of " + shape_str(shape_) + ", got " + std::to_string(i->ival()));
       const UOp* b = from_end(i);
       views.push_back({b, simplify_dim(Expr(b) + 1), 1, true});
     } else {

@@ -61,6 +61,11 @@ Tensor Tensor::pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double va
     const UOp *b = pads[i].first.get(*ctx_), *a = pads[i].second.get(*ctx_);
     bool nb = b->op == Op::CONST && b->ival() < 0, na = a->op == Op::CONST && a->ival() < 0;
     negative |= nb || na;
+    // in uint64, where the two magnitudes (each at most 2^63) cannot overflow
+    uint64_t cut_by = (nb ? 0 - uint64_t(b->ival()) : 0) + (na ? 0 - uint64_t(a->ival()) : 0);
+    if ((nb || na) && cut_by > uint64_t(shape_[i]->vmin().i))
+      throw ShapeError("pad: expected negative pads that cut at most the " + dim_str(shape_[i]) + " elements of axis " +
+                       std::to_string(i) + ", got (" + dim_str(b) + ", " + dim_str(a) + ")");
     cut.push_back(
         {nb ? Dim(-b->ival()) : Dim(int64_t(0)), na ? Dim(simplify_dim(Expr(shape_[i]) + Expr(a))) : Dim(shape_[i])});
     grow.push_back({nb ? Dim(int64_t(0)) : Dim(b), na ? Dim(int64_t(0)) : Dim(a)});

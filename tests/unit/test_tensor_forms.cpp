@@ -325,8 +325,16 @@ TEST_F(TensorTest, HugeArgumentsAreCheckedNotTruncated) {
               in("p", {4}).pad({{Dim(big - 2), Dim(0)}});
             }),
             "pad: expected a shape of at most 9223372036854775807 elements, got [4+9223372036854775805]");
+  EXPECT_EQ(error_of([&] {
+              in("n", {4}).pad_value({{Dim(-3), Dim(-2)}}, 0);
+            }),
+            "pad: expected negative pads that cut at most the 4 elements of axis 0, got (-3, -2)");
+  EXPECT_EQ(error_of([&] {
+              in("o", {4}).pad_value({{Dim(std::numeric_limits<int64_t>::min()), Dim(0)}}, 0);
+            }),
+            "pad: expected negative pads that cut at most the 4 elements of axis 0, got (-9223372036854775808, 0)");
   Tensor t = in("t", {3, 3});
-  Bindings tb{{}, {{4, {1, 2, 3, 4, 5, 6, 7, 8, 9}}}};
+  Bindings tb{{}, {{6, {1, 2, 3, 4, 5, 6, 7, 8, 9}}}};  // slot 6: after the inputs above
   EXPECT_EQ(eval(t.tril(big), tb), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
   EXPECT_EQ(eval(t.tril(-big), tb), std::vector<double>(9, 0.0));
   EXPECT_EQ(eval(t.tril(int64_t(4294967296)), tb), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9}));

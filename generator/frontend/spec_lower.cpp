@@ -149,6 +149,8 @@ class Lowerer {
         } else if (auto dt = spec_dtype(e.name)) {
           v.kind = Value::Kind::DType;
           v.dtype = *dt;
+        } else if (e.name == "None") {
+          v.kind = Value::Kind::None;
         } else {
           fail(e.loc, e.name.size(), "unknown name '" + e.name + "'");
         }
@@ -191,7 +193,8 @@ class Lowerer {
     return v;
   }
 
-  // x[i, a:b:s, ...]: bounds are sizes (integers, dims, expressions of them); a step is an integer.
+  // x[i, a:b:s, None, ...]: bounds are sizes (integers, dims, expressions of them); a step is an
+  // integer; None inserts an axis.
   Value index(const Expr& e) {
     Value x = eval(*e.receiver);
     if (x.kind != Value::Kind::Tensor) fail(e.loc, 1, "wrong operand for '[ ]'", "a tensor", describe(x));
@@ -203,6 +206,10 @@ class Lowerer {
     };
     std::vector<Index> items;
     for (const ExprPtr& item : e.operands) {
+      if (item->kind == ExprKind::Name && item->name == "None" && !names_.count("None")) {
+        items.emplace_back(std::nullopt);
+        continue;
+      }
       if (item->kind != ExprKind::Slice) {
         items.emplace_back(bound(*item));
         continue;

@@ -36,6 +36,8 @@ std::string describe(const Value& v) {
       return "a tuple of " + std::to_string(v.items.size()) + (v.items.size() == 1 ? " item" : " items");
     case Value::Kind::String:
       return "\"" + v.spelling + "\"";
+    case Value::Kind::None:
+      return "None";
   }
   return "?";
 }
@@ -55,6 +57,7 @@ std::optional<Tensor> to_tensor(Context& ctx, const Value& v) {
     case Value::Kind::DType:
     case Value::Kind::Tuple:
     case Value::Kind::String:
+    case Value::Kind::None:
       return std::nullopt;
   }
   return std::nullopt;
@@ -121,6 +124,10 @@ std::optional<Arg> convert(Context& ctx, const Value& v, Type type) {
     static const std::vector<Value> none;
     return v.kind == Value::Kind::Tuple ? v.items : none;
   };
+  if (v.kind == Value::Kind::None) {
+    if (type == Type::OptTensor || type == Type::OptInt || type == Type::Ints || type == Type::String) return a;
+    return std::nullopt;
+  }
   switch (type) {
     case Type::Tensor:
     case Type::OptTensor:
@@ -308,7 +315,9 @@ const std::map<std::string_view, OpDef>& op_table() {
         {"add", binary(&T::add)},
         {"sub", binary(&T::sub)},
         {"mul", binary(&T::mul)},
-        {"div", binary(&T::div)},
+        {"div",
+         {{x, y, opt_string("rounding_mode", "")},
+          [](const Args& a) { return a.t("x").div(a.t("y"), a["rounding_mode"].s); }}},
         {"idiv", binary(&T::idiv)},
         {"mod", binary(&T::mod)},
         {"pow", binary(&T::pow)},

@@ -20,7 +20,7 @@ using TDim = kiln::Dim;  // a tensor's dim; frontend::Dim is a dim declaration
 
 // What an expression evaluates to: a tensor, or a literal, dim or dtype an op may take as an argument.
 struct Value {
-  enum class Kind : uint8_t { Tensor, Int, Float, Bool, Dim, DType, Tuple, String } kind = Kind::Int;
+  enum class Kind : uint8_t { Tensor, Int, Float, Bool, Dim, DType, Tuple, String, None } kind = Kind::Int;
   std::optional<Tensor> t;
   int64_t i = 0;
   double f = 0;
@@ -32,7 +32,9 @@ struct Value {
 };
 
 // Pads: tinygrad's padding, (before, after) pairs per axis or flat (left, right, top, bottom, ...).
-// OptInt: an integer, or absent (tinygrad's None) when not given.
+// OptInt: an integer, or absent (tinygrad's None) when not given or None. None also leaves an
+// OptTensor without a tensor, Ints empty (all axes; a pool's stride: the kernel size) and a
+// String empty (div's rounding_mode: none).
 enum class Type : uint8_t {
   Tensor,
   OptTensor,

@@ -239,7 +239,10 @@ std::optional<int64_t> const_of(Context& ctx, const std::optional<Dim>& d) {
 
 }  // namespace
 
-Tensor Tensor::getitem(const std::vector<Index>& indices) const {
+Tensor Tensor::getitem(const std::vector<Index>& all) const {
+  std::vector<Index> indices;  // the ones that read an axis
+  for (const Index& i : all)
+    if (!i.new_axis) indices.push_back(i);
   if (indices.size() > ndim())
     throw ShapeError("index: expected at most " + std::to_string(ndim()) + " indices for shape " + shape_str(shape_) +
                      ", got " + std::to_string(indices.size()));
@@ -307,8 +310,15 @@ Tensor Tensor::getitem(const std::vector<Index>& indices) const {
     x = x.pad(pads).reshape(split).slice(int64_t(d) + 1, 0, 1).squeeze(int64_t(d) + 1);
   }
   std::vector<Dim> kept;
-  for (size_t d = 0; d < views.size(); ++d)
-    if (!views[d].collapse) kept.push_back(x.shape()[d]);
+  size_t d = 0;
+  for (const Index& i : all) {
+    if (i.new_axis) {
+      kept.push_back(int64_t(1));
+    } else if (!views[d++].collapse) {
+      kept.push_back(x.shape()[d - 1]);
+    }
+  }
+  for (; d < views.size(); ++d) kept.push_back(x.shape()[d]);
   return x.reshape(kept);
 }
 

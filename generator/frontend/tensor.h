@@ -49,20 +49,23 @@ struct Axes {
   std::vector<int64_t> v;
 };
 
-// One index of x[...]: an integer or dim (selects one position and drops the axis), or a slice
-// start:stop:step with Python's bounds (absent, negative from the end, clamped when constant).
+// One index of x[...]: an integer or dim (selects one position and drops the axis), a slice
+// start:stop:step with Python's bounds (absent, negative from the end, clamped when constant),
+// or None (std::nullopt), which inserts an axis of size 1 and reads none.
 struct Slice {
   std::optional<Dim> start, stop;
   int64_t step = 1;
 };
 struct Index {
-  Index(Dim at) : at(at) {}                                // NOLINT: implicit on purpose
-  Index(const UOp* at) : at(at) {}                         // NOLINT
-  Index(int64_t at) : at(at) {}                            // NOLINT
-  Index(int at) : at(int64_t(at)) {}                       // NOLINT
-  Index(Slice s) : at(int64_t(0)), slice(std::move(s)) {}  // NOLINT
+  Index(Dim at) : at(at) {}                                  // NOLINT: implicit on purpose
+  Index(const UOp* at) : at(at) {}                           // NOLINT
+  Index(int64_t at) : at(at) {}                              // NOLINT
+  Index(int at) : at(int64_t(at)) {}                         // NOLINT
+  Index(Slice s) : at(int64_t(0)), slice(std::move(s)) {}    // NOLINT
+  Index(std::nullopt_t) : at(int64_t(0)), new_axis(true) {}  // NOLINT: None, a new axis of size 1
   Dim at;
   std::optional<Slice> slice;
+  bool new_axis = false;
 };
 
 template <class... T>
@@ -153,7 +156,8 @@ class Tensor {
   Tensor add(const Tensor& o) const;
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
-  Tensor div(const Tensor& o) const;   // true division (ints promote to float)
+  Tensor div(const Tensor& o) const;                                  // true division (ints promote to float)
+  Tensor div(const Tensor& o, std::string_view rounding_mode) const;  // "trunc", "floor" or "" (true division)
   Tensor idiv(const Tensor& o) const;  // ints: floor division (Python's //), from CDIV/CMOD
   Tensor mod(const Tensor& o) const;   // ints: floor modulo (Python's %, the divisor's sign)
   Tensor lt(const Tensor& o) const;

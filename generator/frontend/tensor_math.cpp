@@ -52,6 +52,14 @@ static std::pair<Tensor, Tensor> floor_divmod(const Tensor& a, const Tensor& b) 
   return {fix.where(q - 1, q), fix.where(r + y, r)};
 }
 Tensor Tensor::idiv(const Tensor& o) const { return floor_divmod(*this, o).first; }
+Tensor Tensor::div(const Tensor& o, std::string_view rounding_mode) const {
+  if (rounding_mode.empty()) return div(o);
+  auto [x, y] = broadcasted(*this, o);
+  bool ints = is_int(x.dtype());
+  if (rounding_mode == "trunc") return ints ? make_tensor(Op::CDIV, x.dtype(), {x, y}) : x.div(y).trunc();
+  if (rounding_mode == "floor") return ints ? x.idiv(y) : x.div(y).floor();
+  throw ShapeError("div: expected rounding_mode \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
+}
 Tensor Tensor::mod(const Tensor& o) const { return floor_divmod(*this, o).second; }
 
 Tensor Tensor::neg() const { return is_bool(dtype()) ? logical_not() : mul(lift(-1)); }

@@ -728,5 +728,26 @@ TEST(SpecErrors, DilationOverflows) {
             "        ^~~~~~~~~~\n");
 }
 
+TEST(SpecErrors, NoneIsNotASize) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(None, N)\n}\n"),
+            "t.kiln:4:17: error: wrong type for argument 'shape' of 'reshape' (expected a size, got None)\n"
+            "  C = A.reshape(None, N)\n"
+            "                ^~~~\n");
+}
+
+TEST(SpecErrors, DivRoundingMode) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.div(2, rounding_mode=\"round\")\n}\n"),
+            "t.kiln:4:9: error: div: expected rounding_mode \"trunc\" or \"floor\", got \"round\"\n"
+            "  C = A.div(2, rounding_mode=\"round\")\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, NoneIndexTooMany) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[None, 0, 0, 0]\n}\n"),
+            "t.kiln:4:8: error: index: expected at most 2 indices for shape [M, N], got 3\n"
+            "  C = A[None, 0, 0, 0]\n"
+            "       ^\n");
+}
+
 }  // namespace
 }  // namespace kiln::frontend

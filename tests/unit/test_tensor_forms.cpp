@@ -138,6 +138,42 @@ TEST_F(TensorTest, SlicingHasPythonBounds) {
             "index: expected a constant length for a slice with step 2 on axis 0, got N");
 }
 
+TEST_F(TensorTest, NoneIndexInsertsAnAxis) {
+  Tensor x = in("x", {3, 4});
+  auto v = random_values(12, 14);
+  Bindings b{{}, {{0, v}}};
+  EXPECT_EQ(shape_str(x.getitem({std::nullopt}).shape()), "[1, 3, 4]");
+  EXPECT_EQ(shape_str(x.getitem({Slice{}, std::nullopt}).shape()), "[3, 1, 4]");
+  EXPECT_EQ(shape_str(x.getitem({1, std::nullopt, Slice{1, 3}, std::nullopt}).shape()), "[1, 2, 1]");
+  EXPECT_EQ(eval(x.getitem({1, std::nullopt, Slice{1, 3}, std::nullopt}), b), (std::vector<double>{v[5], v[6]}));
+  EXPECT_EQ(shape_str(x.getitem({std::nullopt, std::nullopt, 0, 0, std::nullopt}).shape()), "[1, 1, 1]");
+}
+
+// tinygrad's div(rounding_mode=): integers by CDIV or floor division, floats by truncating or
+// flooring the quotient.
+TEST_F(TensorTest, DivRoundingModes) {
+  Tensor a = in("a", {12}, dtypes::int32), f = in("f", {12});
+  std::vector<double> av, fv = random_values(12, 15, -9, 9);
+  std::mt19937 rng(16);
+  for (int i = 0; i < 12; ++i) av.push_back(double(int(rng() % 41) - 20));
+  Bindings b{{}, {{0, av}, {1, fv}}};
+  std::vector<double> trunc, floor, ftrunc, ffloor;
+  for (size_t i = 0; i < 12; ++i) {
+    int x = int(av[i]);
+    trunc.push_back(x / -3);
+    floor.push_back(std::floor(double(x) / -3));
+    ftrunc.push_back(std::trunc(fv[i] / 2.5));
+    ffloor.push_back(std::floor(fv[i] / 2.5));
+  }
+  EXPECT_EQ(eval(a.div(a.lift(-3), "trunc"), b), trunc);
+  EXPECT_EQ(eval(a.div(a.lift(-3), "floor"), b), floor);
+  EXPECT_EQ(a.div(a.lift(-3), "floor").dtype(), dtypes::int32);
+  expect_near(eval(f.div(f.lift(2.5), "trunc"), b), ftrunc);
+  expect_near(eval(f.div(f.lift(2.5), "floor"), b), ffloor);
+  EXPECT_EQ(f.div(f.lift(2.5), "").uop(), (f / 2.5).uop());
+  EXPECT_EQ(error_of([&] { f.div(f, "round"); }), "div: expected rounding_mode \"trunc\" or \"floor\", got \"round\"");
+}
+
 TEST_F(TensorTest, BitwiseOpsAndShifts) {
   Tensor a = in("a", {16}, dtypes::int32), c = in("c", {16}, dtypes::int32);
   std::vector<double> av, cv;

@@ -282,6 +282,11 @@ Tensor Tensor::getitem(const std::vector<Index>& all) const {
       const UOp* lo = s.start ? from_end(s.start->get(c)) : c.cint(0);
       const UOp* hi = s.stop ? from_end(s.stop->get(c)) : size;
       if (s.step < 0) std::tie(lo, hi) = std::pair{simplify_dim(Expr(hi) + 1), simplify_dim(Expr(lo) + 1)};
+      // within the axis for every size it may have
+      if (lo->vmin().i < 0 || simplify_dim(Expr(hi) - Expr(lo))->vmin().i < 0 ||
+          simplify_dim(Expr(size) - Expr(hi))->vmin().i < 0)
+        throw ShapeError("index: expected a slice within [0, " + dim_str(size) + "] on axis " + std::to_string(d) +
+                         " of " + shape_str(shape_) + ", got [" + dim_str(lo) + ", " + dim_str(hi) + ")");
       views.push_back({lo, hi, s.step});
     }
   }

@@ -211,7 +211,7 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
     throw ShapeError("pool: expected " + std::to_string(nk) + " spatial axes with strides and dilations, got " +
                      shape_str(shape_));
   Shape out = shape_;
-  std::vector<int64_t> stride_used = stride;
+  std::vector<int64_t> stride_used = stride, dilation_used = dilation;
   for (size_t a = 0; a < nk; ++a) {
     if (k[a] < 1 || stride[a] < 1 || dilation[a] < 1)
       throw ShapeError("pool: expected positive kernel, stride and dilation on axis " + std::to_string(lead + a));
@@ -225,12 +225,13 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
     const UOp* o = simplify_dim((Expr(n) - int64_t(ext)) / stride[a] + 1);
     // one window per row whatever the stride: past the row's length it changes nothing
     if (o->vmax().i == 1) stride_used[a] = std::min(stride[a], n->vmax().i);
+    if (k[a] == 1) dilation_used[a] = 1;  // one tap: the dilation spaces nothing
     out[lead + a] = o;
   }
-  const std::vector<int64_t>& strides = stride_used;
+  const std::vector<int64_t>&strides = stride_used, &dilations = dilation_used;
   bool constant = true;
   for (size_t a = 0; a < nk; ++a) constant &= shape_[lead + a]->op == Op::CONST;
-  if (constant) return pool_by_repeat(k, strides, dilation, out);
+  if (constant) return pool_by_repeat(k, strides, dilations, out);
   std::vector<Tensor> views;
   size_t total = 1;
   for (int64_t x : k) total *= size_t(x);
@@ -238,7 +239,7 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
     Tensor v = *this;
     size_t rem = flat;
     for (size_t a = nk; a-- > 0;) {
-      int64_t off = int64_t(rem % size_t(k[a])) * dilation[a];
+      int64_t off = int64_t(rem % size_t(k[a])) * dilations[a];
       rem /= size_t(k[a]);
       size_t ax = lead + a;
       const UOp* o = out[ax];

@@ -131,7 +131,15 @@ TEST_F(TensorTest, SlicingHasPythonBounds) {
   EXPECT_EQ(error_of([&] {
               s.getitem({Slice{0, 4}});
             }),
-            "shrink: expected 0 <= begin <= end <= N on axis 0, got (0, 4)");
+            "index: expected a slice within [0, N] on axis 0 of [N, 2], got [0, 4)");
+  EXPECT_EQ(error_of([&] {
+              s.getitem({Slice{int64_t(9223372036854775807), none}});
+            }),
+            "index: expected a slice within [0, N] on axis 0 of [N, 2], got [9223372036854775807, N)");
+  EXPECT_EQ(error_of([&] {
+              s.getitem({Slice{-4, none}});
+            }),
+            "index: expected a slice within [0, N] on axis 0 of [N, 2], got [N-4, N)");
   EXPECT_EQ(error_of([&] {
               s.getitem({Slice{none, none, 2}});
             }),
@@ -350,6 +358,8 @@ TEST_F(TensorTest, HugeArgumentsAreCheckedNotTruncated) {
   EXPECT_EQ(shape_str(y.shape()), "[1, 1, 1, 1]");
   expect_near(eval(y, b), {want});
   EXPECT_EQ(eval(x.max_pool2d({8}, {big}), b), std::vector<double>{*std::max_element(xv.begin(), xv.end())});
+  // one tap: a huge dilation spaces nothing, and builds nothing huge
+  EXPECT_EQ(eval(x.max_pool2d({1, 1}, {1}, {0}, {big}), b), xv);
   EXPECT_EQ(error_of([&] { x.max_pool2d({3}, {1}, {0}, {int64_t(1) << 62}); }),
             "pool: expected a kernel of extent over 2^63 to fit in [1, 1, 8, 8] on axis 2");
   EXPECT_EQ(error_of([&] { x.conv2d(w, nullptr, 1, {1}, {1}, {int64_t(1) << 62}); }),

@@ -368,9 +368,7 @@ const std::map<std::string_view, OpDef>& op_table() {
         {"pad",
          {{x, req("padding", Type::Pads), opt_string("mode", "constant"), opt_float("value", 0)},
           [](const Args& a) {
-            if (a["mode"].s != "constant")
-              throw ShapeError("pad: expected mode \"constant\", got \"" + a["mode"].s + "\"");
-            return a.t("x").pad_value(grouped_pads(a.t("x"), a["padding"]), a["value"].f);
+            return a.t("x").pad_mode(grouped_pads(a.t("x"), a["padding"]), a["mode"].s, a["value"].f);
           }}},
         {"shrink", {{x, req("arg", Type::Pairs)}, [](const Args& a) { return a.t("x").shrink(a["arg"].pairs); }}},
         {"unsqueeze",

@@ -207,6 +207,8 @@ class Tensor {
                         const std::vector<int64_t>& dilation, const Shape& out) const;  // pool, constant sizes
   // tinygrad's pad: PAD, then `value` there; a negative pad cuts that many elements instead
   Tensor pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double value) const;
+  // mode "constant" (pad_value), or on constant shapes "reflect", "replicate" or "circular"
+  Tensor pad_mode(const std::vector<std::pair<Dim, Dim>>& pads, std::string_view mode, double value = 0) const;
   // Pool and conv options as tinygrad takes them: one value for every spatial axis or one per
   // axis; padding also (left, right, top, bottom, ...) per side, last axis first.
   // x (N, Cin, H, W), w (Cout, Cin/groups, kh, kw), bias (Cout) or nullptr.

@@ -78,6 +78,65 @@ Tensor Tensor::pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double va
   return inside.where(p, is_float(dtype()) ? p.lift(value) : Tensor::constant(*ctx_, value, dtype()));
 }
 
+// tinygrad's other pad modes, one axis at a time: the pieces that go before and after are views
+// of the axis itself (mirrored without its edge, its edge repeated, or its other end).
+Tensor Tensor::pad_mode(const std::vector<std::pair<Dim, Dim>>& pads, std::string_view mode, double value) const {
+  if (mode == "constant") return pad_value(pads, value);
+  if (mode != "reflect" && mode != "replicate" && mode != "circular")
+    throw ShapeError("pad: expected mode \"constant\", \"reflect\", \"replicate\" or \"circular\", got \"" +
+                     std::string(mode) + "\"");
+  if (pads.size() != ndim())
+    throw ShapeError("pad: expected " + std::to_string(ndim()) + " pairs for shape " + shape_str(shape_) + ", got " +
+                     std::to_string(pads.size()));
+  std::vector<std::pair<int64_t, int64_t>> p;
+  for (size_t i = 0; i < ndim(); ++i) {
+    const UOp *b = pads[i].first.get(*ctx_), *a = pads[i].second.get(*ctx_);
+    if (shape_[i]->op != Op::CONST || b->op != Op::CONST || a->op != Op::CONST)
+      throw ShapeError("pad: expected constant sizes and pads with mode \"" + std::string(mode) + "\", got " +
+                       shape_str(shape_));
+    p.push_back({b->ival(), a->ival()});
+  }
+  bool circular = mode == "circular";
+  // negative pads cut: first for circular (it wraps what is left), last for the others (they read the whole axis)
+  std::vector<std::pair<Dim, Dim>> cut;
+  for (size_t i = 0; i < ndim(); ++i)
+    cut.push_back({std::min<int64_t>(p[i].first, 0), std::min<int64_t>(p[i].second, 0)});
+  Tensor x = circular ? pad_value(cut, 0) : *this;
+  for (size_t d = 0; d < ndim(); ++d) {
+    int64_t s = x.shape()[d]->ival(), before = std::max<int64_t>(p[d].first, 0),
+            after = std::max<int64_t>(p[d].second, 0);
+    if (before == 0 && after == 0) continue;
+    int64_t limit = mode == "reflect" ? s - 1 : circular ? s : std::numeric_limits<int64_t>::max();
+    if (before > limit || after > limit || s == 0)
+      throw ShapeError("pad: expected pads of at most " + std::to_string(limit) + " with mode \"" + std::string(mode) +
+                       "\" on axis " + std::to_string(d) + " of size " + std::to_string(s) + ", got (" +
+                       std::to_string(before) + ", " + std::to_string(after) + ")");
+    auto along = [&](Slice sl) {
+      std::vector<Index> idx(d, Index(Slice{}));
+      idx.push_back(sl);
+      return x.getitem(idx);
+    };
+    auto repeat = [&](int64_t at, int64_t n) {
+      std::vector<Dim> shape(x.shape().begin(), x.shape().end());
+      shape[d] = n;
+      return along(Slice{at, at + 1}).expand(shape);
+    };
+    std::vector<Tensor> pieces;
+    if (before)
+      pieces.push_back(mode == "reflect"     ? along(Slice{before, 0, -1})
+                       : mode == "replicate" ? repeat(0, before)
+                                             : along(Slice{s - before, s}));
+    pieces.push_back(x);
+    std::optional<Dim> reflect_end = s - 2 - after >= 0 ? std::optional<Dim>(s - 2 - after) : std::nullopt;
+    if (after)
+      pieces.push_back(mode == "reflect"     ? along(Slice{s - 2, reflect_end, -1})
+                       : mode == "replicate" ? repeat(s - 1, after)
+                                             : along(Slice{0, after}));
+    x = Tensor::cat(pieces, int64_t(d));
+  }
+  return circular ? x : x.pad_value(cut, 0);
+}
+
 namespace {
 
 __extension__ using i128 = __int128;

@@ -692,8 +692,16 @@ TEST(SpecErrors, UnterminatedString) {
 }
 
 TEST(SpecErrors, PadMode) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.pad((0, 0), mode=\"edge\")\n}\n"),
+            "t.kiln:4:9: error: pad: expected mode \"constant\", \"reflect\", \"replicate\" or \"circular\", got "
+            "\"edge\"\n"
+            "  C = A.pad((0, 0), mode=\"edge\")\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, PadModeOnSymbolicShape) {
   EXPECT_EQ(errors_of(kKernel + "  C = A.pad((0, 0), mode=\"reflect\")\n}\n"),
-            "t.kiln:4:9: error: pad: expected mode \"constant\", got \"reflect\"\n"
+            "t.kiln:4:9: error: pad: expected constant sizes and pads with mode \"reflect\", got [M, N]\n"
             "  C = A.pad((0, 0), mode=\"reflect\")\n"
             "        ^~~\n");
 }

@@ -345,6 +345,8 @@ TEST(SpecLowerForms, SameGraphAsTheTensorApi) {
            {"cat(A, A, dim=1)", "f32[4, 12]", Tensor::cat({a, a}, 1)},
            {"A.cat(A)", "f32[8, 6]", Tensor::cat({a, a}, 0)},
            {"A.pad((1, 2))", "f32[4, 9]", a.pad_value({{0, 0}, {1, 2}}, 0)},
+           {"A.pad(((1, 0), (2, 3)), mode=\"reflect\")", "f32[5, 11]", a.pad_mode({{1, 0}, {2, 3}}, "reflect")},
+           {"A.pad((1, 1), \"circular\")", "f32[4, 8]", a.pad_mode({{0, 0}, {1, 1}}, "circular")},
            {"A.pad(((0, -1), (2, 0)), value=1.5)", "f32[3, 8]", a.pad_value({{0, -1}, {2, 0}}, 1.5)},
            {"A[1:3, ::-2]", "f32[2, 3]", a.getitem({Slice{1, 3}, Slice{std::nullopt, std::nullopt, -2}})},
            {"A[-1]", "f32[6]", a.getitem({-1})},

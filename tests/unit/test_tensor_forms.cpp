@@ -3,8 +3,10 @@
 // 64-bit argument checks, each against a float64 reference computed here by plain loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "tests/unit/tensor_testing.h"
 
@@ -180,6 +182,67 @@ TEST_F(TensorTest, DivRoundingModes) {
   expect_near(eval(f.div(f.lift(2.5), "floor"), b), ffloor);
   EXPECT_EQ(f.div(f.lift(2.5), "").uop(), (f / 2.5).uop());
   EXPECT_EQ(error_of([&] { f.div(f, "round"); }), "div: expected rounding_mode \"trunc\" or \"floor\", got \"round\"");
+}
+
+// tinygrad's pad modes as numpy defines them: output position j of [-before, n + after) reads
+// x[reflect(j)], x[clamp(j)] or x[j mod n]; a negative pad cuts (circular: before it wraps).
+TEST_F(TensorTest, PadModesAgainstIndexMaps) {
+  struct Case {
+    std::string mode;
+    int64_t b0, a0, b1, a1;
+  };
+  for (const Case& c :
+       {Case{"reflect", 2, 1, 0, 3}, Case{"reflect", 3, 3, 1, -2}, Case{"replicate", 4, 2, 5, 0},
+        Case{"replicate", -1, 3, 2, -3}, Case{"circular", 4, 4, 1, 2}, Case{"circular", -2, 2, 3, -1}}) {
+    Context local;
+    const int64_t r = 4, w = 5;
+    Tensor x = Tensor::input(local, "x", dtypes::float32, {r, w});
+    auto v = random_values(size_t(r * w), 17);
+    auto map = [&](int64_t j, int64_t n, int64_t b, int64_t a, int64_t& off) {
+      if (c.mode == "circular") {  // cut first, then wrap what is left
+        off = std::max<int64_t>(-b, 0);
+        int64_t m = n - off - std::max<int64_t>(-a, 0);
+        return off + ((j % m) + m) % m;
+      }
+      if (c.mode == "reflect") return j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
+      return std::clamp<int64_t>(j, 0, n - 1);
+    };
+    std::vector<double> want;
+    int64_t off = 0;
+    auto range = [&](int64_t n, int64_t b, int64_t a) {
+      std::vector<int64_t> js;
+      if (c.mode == "circular") {
+        int64_t m = n - std::max<int64_t>(-b, 0) - std::max<int64_t>(-a, 0);
+        for (int64_t j = -std::max<int64_t>(b, 0); j < m + std::max<int64_t>(a, 0); ++j) js.push_back(j);
+      } else {
+        for (int64_t j = -b; j < n + a; ++j) js.push_back(j);
+      }
+      return js;
+    };
+    for (int64_t i : range(r, c.b0, c.a0))
+      for (int64_t j : range(w, c.b1, c.a1))
+        want.push_back(v[size_t(map(i, r, c.b0, c.a0, off) * w + map(j, w, c.b1, c.a1, off))]);
+    Tensor y = x.pad_mode({{c.b0, c.a0}, {c.b1, c.a1}}, c.mode);
+    EXPECT_EQ(eval(y, {{}, {{0, v}}}), want) << c.mode << " " << c.b0 << " " << c.a0 << " " << c.b1 << " " << c.a1;
+  }
+  Tensor x = in("x", {3, 4});
+  EXPECT_EQ(x.pad_mode({{1, 1}, {0, 0}}, "constant", 2).uop(), x.pad_value({{1, 1}, {0, 0}}, 2).uop());
+  EXPECT_EQ(error_of([&] {
+              x.pad_mode({{3, 0}, {0, 0}}, "reflect");
+            }),
+            "pad: expected pads of at most 2 with mode \"reflect\" on axis 0 of size 3, got (3, 0)");
+  EXPECT_EQ(error_of([&] {
+              x.pad_mode({{0, 0}, {0, 5}}, "circular");
+            }),
+            "pad: expected pads of at most 4 with mode \"circular\" on axis 1 of size 4, got (0, 5)");
+  EXPECT_EQ(error_of([&] {
+              x.pad_mode({{0, 0}, {0, 0}}, "edge");
+            }),
+            "pad: expected mode \"constant\", \"reflect\", \"replicate\" or \"circular\", got \"edge\"");
+  EXPECT_EQ(error_of([&] {
+              in("s", {ctx.var("S", 2, 9)}).pad_mode({{1, 1}}, "replicate");
+            }),
+            "pad: expected constant sizes and pads with mode \"replicate\", got [S]");
 }
 
 TEST_F(TensorTest, BitwiseOpsAndShifts) {

@@ -412,6 +412,11 @@ class Parser {
       ExprPtr m = make_expr(ExprKind::Method, peek().loc);
       Loc ignored;
       if (!expect_ident(m->name, ignored, "syntax error in method call", "a method name")) return nullptr;
+      if (m->name == "T" && !at(Tok::LParen)) {  // tinygrad's one property of a tensor: `w.T`
+        m->receiver = std::move(e);
+        e = std::move(m);
+        continue;
+      }
       if (!at(Tok::LParen)) {
         fail("syntax error in method call", "'('");
         return nullptr;

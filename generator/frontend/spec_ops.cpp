@@ -362,6 +362,7 @@ const std::map<std::string_view, OpDef>& op_table() {
          {{x, rest("shape", Type::Sizes)}, [](const Args& a) { return a.t("x").expand(sizes(a["shape"].dims)); }}},
         {"permute", {{x, rest("order", Type::Ints)}, [](const Args& a) { return a.t("x").permute(a.ints("order")); }}},
         {"flip", {{x, rest("axis", Type::Ints)}, [](const Args& a) { return a.t("x").flip(a.ints("axis")); }}},
+        {"T", {{x}, [](const Args& a) { return a.t("x").transpose(1, 0); }}},
         {"transpose",
          {{x, opt_int("dim0", 1), opt_int("dim1", 0)},
           [](const Args& a) { return a.t("x").transpose(a.i("dim0"), a.i("dim1")); }}},

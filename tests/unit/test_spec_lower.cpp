@@ -334,6 +334,7 @@ TEST(SpecLowerForms, SameGraphAsTheTensorApi) {
            {"A.permute(1, 0)", "f32[6, 4]", a.permute({1, 0})},
            {"A.permute(order=[1, 0])", "f32[6, 4]", a.permute({1, 0})},
            {"A.transpose()", "f32[6, 4]", a.transpose(1, 0)},
+           {"A.T @ A", "f32[6, 6]", a.transpose(1, 0).matmul(a)},
            {"A.expand(2, 4, -1)", "f32[2, 4, 6]", a.expand({2, 4, 6})},
            {"A.flip(0)", "f32[4, 6]", a.flip({0})},
            {"A.flip(0, 1)", "f32[4, 6]", a.flip({0, 1})},

@@ -273,7 +273,9 @@ Tensor Tensor::pool(const std::vector<int64_t>& k, const std::vector<int64_t>& s
   std::vector<int64_t> stride_used = stride, dilation_used = dilation;
   for (size_t a = 0; a < nk; ++a) {
     if (k[a] < 1 || stride[a] < 1 || dilation[a] < 1)
-      throw ShapeError("pool: expected positive kernel, stride and dilation on axis " + std::to_string(lead + a));
+      throw ShapeError("pool: expected positive kernel, stride and dilation on axis " + std::to_string(lead + a) +
+                       ", got " + std::to_string(k[a]) + ", " + std::to_string(stride[a]) + " and " +
+                       std::to_string(dilation[a]));
     const UOp* n = shape_[lead + a];
     i128 ext = i128(dilation[a]) * (k[a] - 1) + 1;
     if (ext > n->vmin().i)

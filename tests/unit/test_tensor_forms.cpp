@@ -421,6 +421,8 @@ TEST_F(TensorTest, HugeArgumentsAreCheckedNotTruncated) {
   EXPECT_EQ(shape_str(y.shape()), "[1, 1, 1, 1]");
   expect_near(eval(y, b), {want});
   EXPECT_EQ(eval(x.max_pool2d({8}, {big}), b), std::vector<double>{*std::max_element(xv.begin(), xv.end())});
+  EXPECT_EQ(error_of([&] { x.avg_pool2d({3}, {-1}); }),
+            "pool: expected positive kernel, stride and dilation on axis 2, got 3, -1 and 1");
   // one tap: a huge dilation spaces nothing, and builds nothing huge
   EXPECT_EQ(eval(x.max_pool2d({1, 1}, {1}, {0}, {big}), b), xv);
   EXPECT_EQ(error_of([&] { x.max_pool2d({3}, {1}, {0}, {int64_t(1) << 62}); }),

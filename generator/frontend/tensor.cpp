@@ -1,6 +1,7 @@
 #include "generator/frontend/tensor.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -303,7 +304,8 @@ Tensor Tensor::getitem(const std::vector<Index>& all) const {
     if (len->op != Op::CONST)
       throw ShapeError("index: expected a constant length for a slice with step " + std::to_string(views[d].stride) +
                        " on axis " + std::to_string(d) + ", got " + dim_str(len));
-    int64_t l = len->ival(), st = views[d].stride < 0 ? -views[d].stride : views[d].stride;
+    int64_t l = len->ival(), st = views[d].stride;
+    st = st == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : st < 0 ? -st : st;
     if (l == 0) continue;
     st = std::min(st, l);  // a step past the end takes the first element only
     int64_t rows = (l + st - 1) / st;

@@ -106,7 +106,8 @@ TEST_F(TensorTest, SlicingHasPythonBounds) {
        {Case{2, 15, 1, {2, 3, 4, 5, 6}}, Case{-3, none, 1, {4, 5, 6}}, Case{none, none, -2, {6, 4, 2, 0}},
         Case{5, 1, -2, {5, 3}}, Case{-10, none, -1, {}}, Case{10, -10, -3, {6, 3, 0}}, Case{none, none, 100, {0}},
         Case{none, none, -100, {6}}, Case{1, -1, 2, {1, 3, 5}}, Case{4, 2, 1, {}},
-        Case{none, -9223372036854775807, -1, {6, 5, 4, 3, 2, 1, 0}}, Case{int64_t(9223372036854775807), none, 1, {}}}) {
+        Case{none, -9223372036854775807, -1, {6, 5, 4, 3, 2, 1, 0}}, Case{int64_t(9223372036854775807), none, 1, {}},
+        Case{none, none, std::numeric_limits<int64_t>::min(), {6}}}) {
     Tensor y = x.getitem({Slice{c.start, c.stop, c.step}});
     EXPECT_EQ(eval(y, b), pick(c.want));
   }

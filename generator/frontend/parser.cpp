@@ -438,7 +438,14 @@ class Parser {
     while (!at(Tok::RBracket)) {
       Loc item_loc = peek().loc;
       ExprPtr first;
-      if (!at(Tok::Colon) && !(first = parse_expr())) return nullptr;
+      // `...` lexes as '..' then '.' (so `1...4` stays a range error): adjacent, they are an ellipsis
+      if (at(Tok::DotDot) && peek(1).kind == Tok::Dot && peek(1).loc.offset == peek().loc.offset + 2) {
+        first = make_expr(ExprKind::Name, advance().loc);
+        first->name = "...";
+        advance();
+      } else if (!at(Tok::Colon) && !(first = parse_expr())) {
+        return nullptr;
+      }
       if (accept(Tok::Colon)) {
         ExprPtr slice = make_expr(ExprKind::Slice, item_loc);
         slice->operands.push_back(std::move(first));

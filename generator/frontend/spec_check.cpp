@@ -218,7 +218,7 @@ class Checker {
       bool needs_assignment =
           it == names.end() || it->second.kind == NameKind::Output || it->second.kind == NameKind::Local;
       // Dtype names are values too, for casts: `x.cast(dtype=f16)`; so is None.
-      bool builtin = it == names.end() && (spec_dtype(e.name) || e.name == "None");
+      bool builtin = it == names.end() && (spec_dtype(e.name) || e.name == "None" || e.name == "...");
       if (!needs_assignment || builtin || assigned.count(e.name)) return;
       if (auto later = first_assignment.find(e.name); later != first_assignment.end()) {
         report(e.loc, e.name.size(),

@@ -194,7 +194,7 @@ class Lowerer {
   }
 
   // x[i, a:b:s, None, ...]: bounds are sizes (integers, dims, expressions of them); a step is an
-  // integer; None inserts an axis.
+  // integer; None inserts an axis; `...` stands for the axes no other index reads.
   Value index(const Expr& e) {
     Value x = eval(*e.receiver);
     if (x.kind != Value::Kind::Tensor) fail(e.loc, 1, "wrong operand for '[ ]'", "a tensor", describe(x));
@@ -208,6 +208,10 @@ class Lowerer {
     for (const ExprPtr& item : e.operands) {
       if (item->kind == ExprKind::Name && item->name == "None" && !names_.count("None")) {
         items.emplace_back(std::nullopt);
+        continue;
+      }
+      if (item->kind == ExprKind::Name && item->name == "...") {
+        items.emplace_back(Ellipsis{});
         continue;
       }
       if (item->kind != ExprKind::Slice) {

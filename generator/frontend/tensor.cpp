@@ -240,7 +240,19 @@ std::optional<int64_t> const_of(Context& ctx, const std::optional<Dim>& d) {
 
 }  // namespace
 
-Tensor Tensor::getitem(const std::vector<Index>& all) const {
+Tensor Tensor::getitem(const std::vector<Index>& given) const {
+  // tinygrad's _normalize_indices: one ellipsis stands for the whole axes no other index reads
+  size_t reading = 0, ellipses = 0;
+  for (const Index& i : given) reading += !i.new_axis && !i.ellipsis, ellipses += i.ellipsis;
+  if (ellipses > 1) throw ShapeError("index: expected at most one ..., got " + std::to_string(ellipses));
+  std::vector<Index> all;
+  for (const Index& i : given) {
+    if (!i.ellipsis) {
+      all.push_back(i);
+      continue;
+    }
+    for (size_t k = reading; k < ndim(); ++k) all.push_back(Slice{});
+  }
   std::vector<Index> indices;  // the ones that read an axis
   for (const Index& i : all)
     if (!i.new_axis) indices.push_back(i);

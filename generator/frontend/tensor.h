@@ -51,11 +51,12 @@ struct Axes {
 
 // One index of x[...]: an integer or dim (selects one position and drops the axis), a slice
 // start:stop:step with Python's bounds (absent, negative from the end, clamped when constant),
-// or None (std::nullopt), which inserts an axis of size 1 and reads none.
+// None (std::nullopt), which inserts an axis of size 1 and reads none, or one Ellipsis.
 struct Slice {
   std::optional<Dim> start, stop;
   int64_t step = 1;
 };
+struct Ellipsis {};  // x[..., i]: as many whole axes as the other indices leave
 struct Index {
   Index(Dim at) : at(at) {}                                  // NOLINT: implicit on purpose
   Index(const UOp* at) : at(at) {}                           // NOLINT
@@ -63,9 +64,10 @@ struct Index {
   Index(int at) : at(int64_t(at)) {}                         // NOLINT
   Index(Slice s) : at(int64_t(0)), slice(std::move(s)) {}    // NOLINT
   Index(std::nullopt_t) : at(int64_t(0)), new_axis(true) {}  // NOLINT: None, a new axis of size 1
+  Index(Ellipsis) : at(int64_t(0)), ellipsis(true) {}        // NOLINT
   Dim at;
   std::optional<Slice> slice;
-  bool new_axis = false;
+  bool new_axis = false, ellipsis = false;
 };
 
 template <class... T>

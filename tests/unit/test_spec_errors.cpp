@@ -750,6 +750,20 @@ TEST(SpecErrors, DivRoundingMode) {
             "        ^~~\n");
 }
 
+TEST(SpecErrors, TwoEllipses) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[..., 0, ...]\n}\n"),
+            "t.kiln:4:8: error: index: expected at most one ..., got 2\n"
+            "  C = A[..., 0, ...]\n"
+            "       ^\n");
+}
+
+TEST(SpecErrors, EllipsisOutsideAnIndex) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A + ...\n}\n"),
+            "t.kiln:4:11: error: syntax error in expression (expected an expression, got '..')\n"
+            "  C = A + ...\n"
+            "          ^~\n");
+}
+
 TEST(SpecErrors, NoneIndexTooMany) {
   EXPECT_EQ(errors_of(kKernel + "  C = A[None, 0, 0, 0]\n}\n"),
             "t.kiln:4:8: error: index: expected at most 2 indices for shape [M, N], got 3\n"

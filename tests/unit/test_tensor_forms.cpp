@@ -158,6 +158,13 @@ TEST_F(TensorTest, NoneIndexInsertsAnAxis) {
   EXPECT_EQ(shape_str(x.getitem({1, std::nullopt, Slice{1, 3}, std::nullopt}).shape()), "[1, 2, 1]");
   EXPECT_EQ(eval(x.getitem({1, std::nullopt, Slice{1, 3}, std::nullopt}), b), (std::vector<double>{v[5], v[6]}));
   EXPECT_EQ(shape_str(x.getitem({std::nullopt, std::nullopt, 0, 0, std::nullopt}).shape()), "[1, 1, 1]");
+  // an ellipsis stands for the axes the other indices leave
+  EXPECT_EQ(x.getitem({Ellipsis{}, 2}).uop(), x.getitem({Slice{}, 2}).uop());
+  EXPECT_EQ(x.getitem({1, Ellipsis{}}).uop(), x.getitem({1}).uop());
+  EXPECT_EQ(x.getitem({1, Ellipsis{}, 2}).uop(), x.getitem({1, 2}).uop());
+  EXPECT_EQ(shape_str(x.getitem({Ellipsis{}, std::nullopt}).shape()), "[3, 4, 1]");
+  EXPECT_EQ(eval(x.getitem({Ellipsis{}, 2}), b), (std::vector<double>{v[2], v[6], v[10]}));
+  EXPECT_EQ(error_of([&] { x.getitem({Ellipsis{}, 0, Ellipsis{}}); }), "index: expected at most one ..., got 2");
 }
 
 // tinygrad's div(rounding_mode=): integers by CDIV or floor division, floats by truncating or

@@ -1,7 +1,9 @@
 #include "generator/frontend/spec_ops.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,7 +68,13 @@ std::optional<Tensor> to_tensor(Context& ctx, const Value& v) {
 namespace {
 
 // A size: an integer, a dim, or a weakint expression of them (`M * 2`).
+// None in a list of sizes or pairs: tinygrad's "as it is" (reshape and expand keep the size,
+// shrink keeps the axis, pad adds nothing). No literal spells this value.
+constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+bool is_none(const TDim& d) { return !d.u && d.v == kNone; }
+
 std::optional<TDim> to_dim(const Value& v) {
+  if (v.kind == Value::Kind::None) return TDim(kNone);
   if (v.kind == Value::Kind::Int) return TDim(v.i);
   if (v.kind == Value::Kind::Dim) return TDim(v.dim);
   if (v.kind == Value::Kind::Tensor && v.t->ndim() == 0 && v.t->dtype() == dtypes::weakint) return TDim(v.t->uop());
@@ -153,7 +161,9 @@ std::optional<Arg> convert(Context& ctx, const Value& v, Type type) {
       }
       return a;
     case Type::Pads:
-      if (v.kind == Value::Kind::Tuple && !v.items.empty() && v.items[0].kind != Value::Kind::Tuple) {
+      if (v.kind == Value::Kind::Tuple && !v.items.empty() &&
+          std::none_of(v.items.begin(), v.items.end(),
+                       [](const Value& i) { return i.kind == Value::Kind::Tuple || i.kind == Value::Kind::None; })) {
         a.flat = true;
         for (const Value& item : v.items) {
           auto d = to_dim(item);
@@ -166,8 +176,13 @@ std::optional<Arg> convert(Context& ctx, const Value& v, Type type) {
     case Type::Pairs:
       if (v.kind != Value::Kind::Tuple) return std::nullopt;
       for (const Value& item : v.items) {
+        if (item.kind == Value::Kind::None) {
+          a.pairs.emplace_back(kNone, kNone);
+          continue;
+        }
         if (item.kind != Value::Kind::Tuple || item.items.size() != 2) return std::nullopt;
         auto before = to_dim(item.items[0]), after = to_dim(item.items[1]);
+        if ((before && is_none(*before)) || (after && is_none(*after))) return std::nullopt;
         if (!before || !after) return std::nullopt;
         a.pairs.emplace_back(*before, *after);
       }
@@ -246,11 +261,36 @@ Parameter opt_string(std::string_view n, std::string v) {
   return opt(n, Type::String, a);
 }
 
-const std::vector<TDim>& sizes(const std::vector<TDim>& d) { return d; }
-
 // tinygrad's pad: pairs per axis, or flat (left, right, top, bottom, ...) for the last axes.
+// Sizes with None resolved: the axis's own size for reshape, -1 (keep) for expand.
+std::vector<TDim> sizes_of(const Tensor& x, const std::vector<TDim>& dims, bool reshape) {
+  std::vector<TDim> r;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!is_none(dims[i])) {
+      r.push_back(dims[i]);
+    } else if (!reshape) {
+      r.push_back(int64_t(-1));
+    } else if (i < x.ndim()) {
+      r.push_back(x.shape()[i]);
+    } else {
+      throw ShapeError("reshape: expected None at one of the " + std::to_string(x.ndim()) + " axes of " +
+                       shape_str(x.shape()) + ", got it at " + std::to_string(i));
+    }
+  }
+  return r;
+}
+
+// Pairs with None resolved: the whole axis for shrink, no padding for pad.
+std::vector<std::pair<TDim, TDim>> pairs_of(const Tensor& x, std::vector<std::pair<TDim, TDim>> p, bool shrink) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (is_none(p[i].first))
+      p[i] = shrink && i < x.ndim() ? std::pair<TDim, TDim>{int64_t(0), x.shape()[i]}
+                                    : std::pair<TDim, TDim>{int64_t(0), int64_t(0)};
+  return p;
+}
+
 std::vector<std::pair<TDim, TDim>> grouped_pads(const Tensor& x, const Arg& a) {
-  if (!a.flat) return a.pairs;
+  if (!a.flat) return pairs_of(x, a.pairs, false);
   size_t m = a.dims.size() / 2;
   if (a.dims.size() % 2 || m > x.ndim())
     throw ShapeError("pad: expected an even number of flat pads, at most " + std::to_string(2 * x.ndim()) +
@@ -357,9 +397,11 @@ const std::map<std::string_view, OpDef>& op_table() {
          {{x, opt_int("axis", -1), opt_float("eps", 1e-6)},
           [](const Args& a) { return a.t("x").rmsnorm(a.i("axis"), a["eps"].f); }}},
         {"reshape",
-         {{x, rest("shape", Type::Sizes)}, [](const Args& a) { return a.t("x").reshape(sizes(a["shape"].dims)); }}},
+         {{x, rest("shape", Type::Sizes)},
+          [](const Args& a) { return a.t("x").reshape(sizes_of(a.t("x"), a["shape"].dims, true)); }}},
         {"expand",
-         {{x, rest("shape", Type::Sizes)}, [](const Args& a) { return a.t("x").expand(sizes(a["shape"].dims)); }}},
+         {{x, rest("shape", Type::Sizes)},
+          [](const Args& a) { return a.t("x").expand(sizes_of(a.t("x"), a["shape"].dims, false)); }}},
         {"permute", {{x, rest("order", Type::Ints)}, [](const Args& a) { return a.t("x").permute(a.ints("order")); }}},
         {"flip", {{x, rest("axis", Type::Ints)}, [](const Args& a) { return a.t("x").flip(a.ints("axis")); }}},
         {"T", {{x}, [](const Args& a) { return a.t("x").transpose(1, 0); }}},
@@ -371,7 +413,9 @@ const std::map<std::string_view, OpDef>& op_table() {
           [](const Args& a) {
             return a.t("x").pad_mode(grouped_pads(a.t("x"), a["padding"]), a["mode"].s, a["value"].f);
           }}},
-        {"shrink", {{x, req("arg", Type::Pairs)}, [](const Args& a) { return a.t("x").shrink(a["arg"].pairs); }}},
+        {"shrink",
+         {{x, req("arg", Type::Pairs)},
+          [](const Args& a) { return a.t("x").shrink(pairs_of(a.t("x"), a["arg"].pairs, true)); }}},
         {"unsqueeze",
          {{x, req("axis", Type::Int, "dim")}, [](const Args& a) { return a.t("x").unsqueeze(a.i("axis")); }}},
         {"squeeze",

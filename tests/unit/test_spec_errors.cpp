@@ -736,10 +736,14 @@ TEST(SpecErrors, DilationOverflows) {
             "        ^~~~~~~~~~\n");
 }
 
-TEST(SpecErrors, NoneIsNotASize) {
-  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(None, N)\n}\n"),
-            "t.kiln:4:17: error: wrong type for argument 'shape' of 'reshape' (expected a size, got None)\n"
-            "  C = A.reshape(None, N)\n"
+TEST(SpecErrors, NoneBeyondTheAxes) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(M, N, None)\n}\n"),
+            "t.kiln:4:9: error: reshape: expected None at one of the 2 axes of [M, N], got it at 2\n"
+            "  C = A.reshape(M, N, None)\n"
+            "        ^~~~~~~\n");
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(None)\n}\n"),
+            "t.kiln:4:17: error: wrong type for argument 'shape' of 'reshape' (expected a tuple of sizes, got None)\n"
+            "  C = A.reshape(None)\n"
             "                ^~~~\n");
 }
 

@@ -145,9 +145,17 @@ struct Lexer {
       case '@':
         return one(Tok::At);
       case '<':
-        return next == '=' ? two(Tok::Le) : one(Tok::Lt);
+        return next == '=' ? two(Tok::Le) : next == '<' ? two(Tok::Shl) : one(Tok::Lt);
       case '>':
-        return next == '=' ? two(Tok::Ge) : one(Tok::Gt);
+        return next == '=' ? two(Tok::Ge) : next == '>' ? two(Tok::Shr) : one(Tok::Gt);
+      case '&':
+        return one(Tok::Amp);
+      case '|':
+        return one(Tok::Pipe);
+      case '^':
+        return one(Tok::Caret);
+      case '~':
+        return one(Tok::Tilde);
       case '!':
         if (next == '=') return two(Tok::Ne);
         break;
@@ -156,6 +164,17 @@ struct Lexer {
     }
     ++pos;
     error(begin, pos, "unexpected character " + show_byte(static_cast<unsigned char>(c)));
+  }
+
+  // A string ends at its closing quote on the same line; it has no escapes.
+  void string() {
+    size_t begin = pos;
+    char quote = s[pos++];
+    while (pos < s.size() && s[pos] != quote && s[pos] != '\n') ++pos;
+    if (pos >= s.size() || s[pos] != quote)
+      return error(begin, pos, "unterminated string", std::string("a closing ") + quote, "end of line");
+    ++pos;
+    push(Tok::String, begin, pos);
   }
 
   void run() {
@@ -176,6 +195,8 @@ struct Lexer {
         push(Tok::Ident, begin, pos);
       } else if (is_digit(c)) {
         number();
+      } else if (c == '"' || c == '\'') {
+        string();
       } else {
         punct();
       }

@@ -14,6 +14,7 @@ enum class Tok : uint8_t {
   Ident,
   Int,
   Float,
+  String,  // '...' or "...", no escapes
   LParen,
   RParen,
   LBracket,
@@ -39,6 +40,12 @@ enum class Tok : uint8_t {
   Ge,
   EqEq,
   Ne,
+  Amp,
+  Pipe,
+  Caret,
+  Tilde,
+  Shl,
+  Shr,
   Newline,
   Error,  // a bad character or number; already reported, the parser stays quiet about it
   Eof,

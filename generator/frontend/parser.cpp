@@ -80,6 +80,16 @@ static BinOp binop_of(Tok t) {
       return BinOp::Ge;
     case Tok::EqEq:
       return BinOp::Eq;
+    case Tok::Amp:
+      return BinOp::And;
+    case Tok::Pipe:
+      return BinOp::Or;
+    case Tok::Caret:
+      return BinOp::Xor;
+    case Tok::Shl:
+      return BinOp::Shl;
+    case Tok::Shr:
+      return BinOp::Shr;
     default:
       return BinOp::Ne;
   }
@@ -352,10 +362,10 @@ class Parser {
 
   // Comparisons do not chain: `a < b < c` means something else in every language that allows it.
   ExprPtr parse_comparison() {
-    ExprPtr lhs = parse_additive();
+    ExprPtr lhs = parse_bitwise(0);
     if (!lhs || !is_comparison(peek().kind)) return lhs;
     const Token& op = advance();
-    ExprPtr rhs = parse_additive();
+    ExprPtr rhs = parse_bitwise(0);
     if (!rhs) return nullptr;
     if (is_comparison(peek().kind)) {
       const Token& t = peek();
@@ -364,6 +374,22 @@ class Parser {
       return nullptr;
     }
     return binary(op, std::move(lhs), std::move(rhs));
+  }
+
+  // Python's levels between comparisons and sums: |, then ^, then &, then the shifts.
+  ExprPtr parse_bitwise(int level) {
+    static constexpr Tok kLevels[][2] = {
+        {Tok::Pipe, Tok::Pipe}, {Tok::Caret, Tok::Caret}, {Tok::Amp, Tok::Amp}, {Tok::Shl, Tok::Shr}};
+    if (level == 4) return parse_additive();
+    auto at_level = [&] { return at(kLevels[level][0]) || at(kLevels[level][1]); };
+    ExprPtr lhs = parse_bitwise(level + 1);
+    while (lhs && at_level()) {
+      const Token& op = advance();
+      ExprPtr rhs = parse_bitwise(level + 1);
+      if (!rhs) return nullptr;
+      lhs = binary(op, std::move(lhs), std::move(rhs));
+    }
+    return lhs;
   }
 
   ExprPtr parse_additive() {
@@ -388,13 +414,14 @@ class Parser {
     return lhs;
   }
 
-  // As in Python, `-a ** b` is `-(a ** b)` and `a ** -b` is allowed.
+  // As in Python, `-a ** b` is `-(a ** b)` and `a ** -b` is allowed; `~` binds like `-`.
   ExprPtr parse_unary() {
-    if (!at(Tok::Minus)) return parse_power();
+    if (!at(Tok::Minus) && !at(Tok::Tilde)) return parse_power();
     const Token& op = advance();
     ExprPtr operand = parse_nested([this] { return parse_unary(); });
     if (!operand) return nullptr;
     ExprPtr e = make_expr(ExprKind::Unary, op.loc);
+    e->name = std::string(op.text);
     e->operands.push_back(std::move(operand));
     return e;
   }
@@ -420,11 +447,20 @@ class Parser {
 
   ExprPtr parse_postfix() {
     ExprPtr e = parse_primary();
-    while (e && at(Tok::Dot)) {
+    while (e && (at(Tok::Dot) || at(Tok::LBracket))) {
+      if (at(Tok::LBracket)) {
+        e = parse_subscript(std::move(e));
+        continue;
+      }
       advance();
       ExprPtr m = make_expr(ExprKind::Method, peek().loc);
       Loc ignored;
       if (!expect_ident(m->name, ignored, "syntax error in method call", "a method name")) return nullptr;
+      if (m->name == "T" && !at(Tok::LParen)) {  // tinygrad's one property of a tensor: `w.T`
+        m->receiver = std::move(e);
+        e = std::move(m);
+        continue;
+      }
       if (!at(Tok::LParen)) {
         fail("syntax error in method call", "'('");
         return nullptr;
@@ -434,6 +470,43 @@ class Parser {
       if (!parse_arguments(*m, open)) return nullptr;
       e = std::move(m);
     }
+    return e;
+  }
+
+  // x[i, a:b, ::s]: one item per axis, each an expression or a slice with optional bounds.
+  ExprPtr parse_subscript(ExprPtr receiver) {
+    const Token& open = advance();
+    ExprPtr e = make_expr(ExprKind::Index, open.loc);
+    e->receiver = std::move(receiver);
+    auto ends_bound = [&] { return at(Tok::Colon) || at(Tok::Comma) || at(Tok::RBracket); };
+    while (!at(Tok::RBracket)) {
+      Loc item_loc = peek().loc;
+      ExprPtr first;
+      // `...` lexes as '..' then '.' (so `1...4` stays a range error): adjacent, they are an ellipsis
+      if (at(Tok::DotDot) && peek(1).kind == Tok::Dot && peek(1).loc.offset == peek().loc.offset + 2) {
+        first = make_expr(ExprKind::Name, advance().loc);
+        first->name = "...";
+        advance();
+      } else if (!at(Tok::Colon) && !(first = parse_expr())) {
+        return nullptr;
+      }
+      if (accept(Tok::Colon)) {
+        ExprPtr slice = make_expr(ExprKind::Slice, item_loc);
+        slice->operands.push_back(std::move(first));
+        ExprPtr stop, step;
+        if (!ends_bound() && !(stop = parse_expr())) return nullptr;
+        if (accept(Tok::Colon) && !ends_bound() && !(step = parse_expr())) return nullptr;
+        slice->operands.push_back(std::move(stop));
+        slice->operands.push_back(std::move(step));
+        first = std::move(slice);
+      }
+      e->operands.push_back(std::move(first));
+      if (!accept(Tok::Comma) && !at(Tok::RBracket)) {
+        fail_to_close(open, "syntax error in index", "',', ':' or ']'");
+        return nullptr;
+      }
+    }
+    advance();
     return e;
   }
 
@@ -489,12 +562,37 @@ class Parser {
         }
         return e;
       }
+      case Tok::String: {
+        ExprPtr e = make_expr(ExprKind::String, t.loc);
+        e->name = std::string(t.text.substr(1, t.text.size() - 2));
+        advance();
+        return e;
+      }
       case Tok::LParen:
         return parse_parenthesized();
+      case Tok::LBracket:
+        return parse_list();
       default:
         fail("syntax error in expression", "an expression");
         return nullptr;
     }
+  }
+
+  // `[e1, e2, ...]` is a tuple, as tinygrad takes a list wherever it takes a tuple.
+  ExprPtr parse_list() {
+    const Token& open = advance();
+    ExprPtr tuple = make_expr(ExprKind::Tuple, open.loc);
+    while (!at(Tok::RBracket)) {
+      ExprPtr e = parse_expr();
+      if (!e) return nullptr;
+      tuple->operands.push_back(std::move(e));
+      if (!accept(Tok::Comma) && !at(Tok::RBracket)) {
+        fail_to_close(open, "syntax error in list", "',' or ']'");
+        return nullptr;
+      }
+    }
+    advance();
+    return tuple;
   }
 
   // `(e)` is e itself; `()`, `(e,)` and `(e1, e2, ...)` are tuples.

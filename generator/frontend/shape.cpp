@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "generator/ir/text.h"
 #include "generator/symbolic/symbolic.h"
@@ -85,6 +86,21 @@ template <class Message> static void need(bool ok, const Message& what) {
   if (!ok) throw ShapeError(what());
 }
 
+// The element count at every dim's maximum fits in int64 (a weakint dim saturates at its maximum,
+// so reaching it counts as overflow): indexing such a shape could not be computed.
+static void need_count_fits(const Shape& s, const std::string& op) {
+  int64_t n = 1;
+  bool ok = true;
+  for (const UOp* d : s) {
+    int64_t v = d->vmax().i;
+    ok &= v != std::numeric_limits<int64_t>::max() && !__builtin_mul_overflow(n, v, &n);
+  }
+  need(ok, [&] {
+    return op + ": expected a shape of at most " + std::to_string(std::numeric_limits<int64_t>::max()) +
+           " elements, got " + shape_str(s);
+  });
+}
+
 static std::vector<int64_t> const_list(const UOp* stack, const char* what) {
   std::vector<int64_t> r;
   for (const UOp* s : stack->src()) {
@@ -131,6 +147,7 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
         return std::string("reshape: expected a shape with as many elements as " + shape_str(in) + ", got " +
                            shape_str(out));
       });
+      need_count_fits(out, "reshape");
       return out;
     }
     case Op::EXPAND: {
@@ -144,6 +161,7 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
           return std::string("expand: expected dim " + std::to_string(i) + " of " + shape_str(in) +
                              " to be 1 or equal, got " + shape_str(out));
         });
+      need_count_fits(out, "expand");
       return out;
     }
     case Op::PERMUTE: {
@@ -175,6 +193,7 @@ Shape infer_shape(const UOp* u, std::span<const Shape* const> src_shapes) {
         });
         out.push_back(simplify_dim(Expr(in[i]) + Expr(b) + Expr(a)));
       }
+      need_count_fits(out, "pad");
       return out;
     }
     case Op::SHRINK: {

@@ -30,12 +30,22 @@ const char* spelling(BinOp op) {
       return "==";
     case BinOp::Ne:
       return "!=";
+    case BinOp::And:
+      return "&";
+    case BinOp::Or:
+      return "|";
+    case BinOp::Xor:
+      return "^";
+    case BinOp::Shl:
+      return "<<";
+    case BinOp::Shr:
+      return ">>";
   }
   return "?";
 }
 
 static void append_args(std::string& out, const Expr& e) {
-  for (const ExprPtr& a : e.operands) out += " " + to_string(*a);
+  for (const ExprPtr& a : e.operands) out += " " + (a ? to_string(*a) : std::string("_"));
   for (const Kwarg& k : e.kwargs) out += " " + k.name + "=" + to_string(*k.value);
 }
 
@@ -47,8 +57,10 @@ std::string to_string(const Expr& e) {
       return e.name;
     case ExprKind::Bool:
       return e.bool_value ? "true" : "false";
+    case ExprKind::String:
+      return "\"" + e.name + "\"";
     case ExprKind::Unary:
-      return "(neg " + to_string(*e.operands[0]) + ")";
+      return std::string(e.name == "~" ? "(invert " : "(neg ") + to_string(*e.operands[0]) + ")";
     case ExprKind::Binary:
       return std::string("(") + spelling(e.op) + " " + to_string(*e.operands[0]) + " " + to_string(*e.operands[1]) +
              ")";
@@ -64,6 +76,16 @@ std::string to_string(const Expr& e) {
     }
     case ExprKind::Tuple: {
       std::string out = "(tuple";
+      append_args(out, e);
+      return out + ")";
+    }
+    case ExprKind::Index: {
+      std::string out = "(index " + to_string(*e.receiver);
+      append_args(out, e);
+      return out + ")";
+    }
+    case ExprKind::Slice: {
+      std::string out = "(slice";
       append_args(out, e);
       return out + ")";
     }

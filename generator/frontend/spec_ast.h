@@ -11,9 +11,9 @@
 
 namespace kiln::frontend {
 
-enum class ExprKind : uint8_t { Number, Name, Bool, Unary, Binary, Call, Method, Tuple };
+enum class ExprKind : uint8_t { Number, Name, Bool, String, Unary, Binary, Call, Method, Tuple, Index, Slice };
 
-enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, MatMul, Pow, Lt, Le, Gt, Ge, Eq, Ne };
+enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, MatMul, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or, Xor, Shl, Shr };
 
 // The operator as written in specs: "+", "@", "**", "<=", ...
 const char* spelling(BinOp op);
@@ -30,16 +30,20 @@ struct Kwarg {
 // One node type with a kind tag keeps walks to a switch; the fields a kind uses are listed.
 struct Expr {
   ExprKind kind = ExprKind::Number;
-  Loc loc;                  // the literal or name; an operator's own token for Unary and Binary; the '(' of a Tuple
-  std::string name;         // Name, the callee of a Call, the method of a Method; a Number's spelling
+  Loc loc;                  // the literal or name; an operator's own token for Unary and Binary; the '(' or '[' of a
+                            // Tuple (`[a, b]` is one too), the '[' of an Index, the first token of a Slice
+  std::string name;         // Name, the callee of a Call, the method of a Method; a Number's spelling; a String's
+                            // contents; a Unary's operator ("-" or "~")
   bool is_float = false;    // Number
   int64_t int_value = 0;    // Number (int)
   double float_value = 0;   // Number (float)
   bool bool_value = false;  // Bool
   BinOp op = BinOp::Add;    // Binary (Unary is always negation)
-  ExprPtr receiver;         // Method
-  std::vector<ExprPtr> operands;  // Unary: 1, Binary: 2, Call/Method: positional args, Tuple: elements
-  std::vector<Kwarg> kwargs;      // Call, Method
+  ExprPtr receiver;         // Method, Index (the indexed tensor)
+  // Unary: 1, Binary: 2, Call/Method: positional args, Tuple: elements, Index: one per axis (a
+  // Slice or an expression), Slice: start, stop, step, each null when absent
+  std::vector<ExprPtr> operands;
+  std::vector<Kwarg> kwargs;  // Call, Method
 };
 
 // One axis of a shape: a dim's name or an integer literal.

@@ -217,8 +217,8 @@ class Checker {
       auto it = names.find(e.name);
       bool needs_assignment =
           it == names.end() || it->second.kind == NameKind::Output || it->second.kind == NameKind::Local;
-      // Dtype names are values too, for casts: `x.cast(dtype=f16)`.
-      bool builtin = it == names.end() && spec_dtype(e.name);
+      // Dtype names are values too, for casts: `x.cast(dtype=f16)`; so is None.
+      bool builtin = it == names.end() && (spec_dtype(e.name) || e.name == "None" || e.name == "...");
       if (!needs_assignment || builtin || assigned.count(e.name)) return;
       if (auto later = first_assignment.find(e.name); later != first_assignment.end()) {
         report(e.loc, e.name.size(),
@@ -229,7 +229,8 @@ class Checker {
       return;
     }
     if (e.receiver) check_expr(*e.receiver, names, assigned, first_assignment);
-    for (const ExprPtr& o : e.operands) check_expr(*o, names, assigned, first_assignment);
+    for (const ExprPtr& o : e.operands)
+      if (o) check_expr(*o, names, assigned, first_assignment);
     std::map<std::string, Loc> seen;
     for (const Kwarg& k : e.kwargs) {
       check_expr(*k.value, names, assigned, first_assignment);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -35,6 +36,11 @@ size_t span_of(const Expr& e) {
       return e.name.size();
     case ExprKind::Bool:
       return e.bool_value ? 4 : 5;
+    case ExprKind::String:
+      return e.name.size() + 2;
+    case ExprKind::Index:
+    case ExprKind::Slice:
+      return 1;
     case ExprKind::Binary:
       return std::string_view(spelling(e.op)).size();
     case ExprKind::Unary:
@@ -112,7 +118,7 @@ class Lowerer {
     std::optional<Tensor> t = to_tensor(ctx_, v);
     if (!t)
       fail(e.loc, span_of(e),
-           std::string("wrong operand for '") + (op.kind == ExprKind::Unary ? "-" : spelling(op.op)) + "'",
+           std::string("wrong operand for '") + (op.kind == ExprKind::Unary ? op.name : spelling(op.op)) + "'",
            "a tensor or a number", describe(v));
     return *t;
   }
@@ -140,12 +146,21 @@ class Lowerer {
         } else if (auto dt = spec_dtype(e.name)) {
           v.kind = Value::Kind::DType;
           v.dtype = *dt;
+        } else if (e.name == "None") {
+          v.kind = Value::Kind::None;
         } else {
           fail(e.loc, e.name.size(), "unknown name '" + e.name + "'");
         }
         return v;
+      case ExprKind::String:
+        v.kind = Value::Kind::String;
+        return v;
       case ExprKind::Unary: {
         const Expr& x = *e.operands[0];
+        if (e.name == "~") {
+          Tensor t = operand(e, x);
+          return build(e, [&] { return t.bitwise_not(); });
+        }
         if (x.kind == ExprKind::Number) {  // a negative literal stays a literal: `axis=-1`
           v = eval(x);
           v.i = -v.i;
@@ -167,8 +182,51 @@ class Lowerer {
         v.kind = Value::Kind::Tuple;
         for (const ExprPtr& item : e.operands) v.items.push_back(eval(*item));
         return v;
+      case ExprKind::Index:
+        return index(e);
+      case ExprKind::Slice:
+        fail(e.loc, 1, "a slice is only allowed inside '[ ]'");
     }
     return v;
+  }
+
+  // x[i, a:b:s, None, ...]: bounds are sizes (integers, dims, expressions of them); a step is an
+  // integer; None inserts an axis; `...` stands for the axes no other index reads.
+  Value index(const Expr& e) {
+    Value x = eval(*e.receiver);
+    if (x.kind != Value::Kind::Tensor) fail(e.loc, 1, "wrong operand for '[ ]'", "a tensor", describe(x));
+    auto bound = [&](const Expr& b) {
+      Value v = eval(b);
+      std::optional<Arg> a = convert(ctx_, v, Type::Sizes);
+      if (!a || v.kind == Value::Kind::Tuple) fail(b.loc, span_of(b), "wrong type for an index", "a size", describe(v));
+      return a->dims[0];
+    };
+    std::vector<Index> items;
+    for (const ExprPtr& item : e.operands) {
+      if (item->kind == ExprKind::Name && item->name == "None" && !names_.count("None")) {
+        items.emplace_back(std::nullopt);
+        continue;
+      }
+      if (item->kind == ExprKind::Name && item->name == "...") {
+        items.emplace_back(Ellipsis{});
+        continue;
+      }
+      if (item->kind != ExprKind::Slice) {
+        items.emplace_back(bound(*item));
+        continue;
+      }
+      Slice s;
+      if (item->operands[0]) s.start = bound(*item->operands[0]);
+      if (item->operands[1]) s.stop = bound(*item->operands[1]);
+      if (const Expr* step = item->operands[2].get()) {
+        Value v = eval(*step);
+        if (v.kind != Value::Kind::Int)
+          fail(step->loc, span_of(*step), "wrong type for a slice step", "an integer", describe(v));
+        s.step = v.i;
+      }
+      items.emplace_back(s);
+    }
+    return build(e, [&] { return x.t->getitem(items); });
   }
 
   static Tensor binary(BinOp op, const Tensor& a, const Tensor& b) {
@@ -199,10 +257,22 @@ class Lowerer {
         return a.eq(b);
       case BinOp::Ne:
         return a.ne(b);
+      case BinOp::And:
+        return a.bitwise_and(b);
+      case BinOp::Or:
+        return a.bitwise_or(b);
+      case BinOp::Xor:
+        return a.bitwise_xor(b);
+      case BinOp::Shl:
+        return a.lshift(b);
+      case BinOp::Shr:
+        return a.rshift(b);
     }
     return a;
   }
 
+  // Arguments bind as in Python: positional ones fill the parameters in order (a variadic one
+  // takes the rest), keywords fill them by name, the others take their defaults.
   Value call(const Expr& e) {
     const auto& table = op_table();
     auto it = table.find(e.name);
@@ -211,31 +281,87 @@ class Lowerer {
     std::vector<const Expr*> positional;
     if (e.receiver) positional.push_back(e.receiver.get());
     for (const ExprPtr& o : e.operands) positional.push_back(o.get());
-    if (positional.size() != op.positional.size())
-      fail(e.loc, e.name.size(), "wrong number of arguments to '" + e.name + "'", std::to_string(op.positional.size()),
+    size_t required = 0;
+    bool variadic = false;
+    for (const Parameter& p : op.params) {
+      required += p.required;
+      variadic |= p.variadic;
+    }
+    auto arity = [&] {
+      if (variadic) return "at least " + std::to_string(required);
+      if (required == op.params.size()) return std::to_string(required);
+      return std::to_string(required) + " to " + std::to_string(op.params.size());
+    };
+    auto wrong_number = [&] {
+      fail(e.loc, e.name.size(), "wrong number of arguments to '" + e.name + "'", arity(),
            std::to_string(positional.size()));
+    };
+    if (!variadic && positional.size() > op.params.size()) wrong_number();
     Args args;
-    for (size_t i = 0; i < positional.size(); ++i) {
-      const auto& [name, type] = op.positional[i];
-      args.pos.push_back(argument(*positional[i], type, "argument '" + std::string(name) + "' of '" + e.name + "'"));
+    bool required_by_keyword = false;
+    for (size_t i = 0; i < op.params.size() && i < positional.size(); ++i) {
+      const Parameter& p = op.params[i];
+      std::string what = "argument '" + std::string(p.name) + "' of '" + e.name + "'";
+      if (!p.variadic) {
+        args.by_name[p.name] = argument(*positional[i], p.type, what);
+        continue;
+      }
+      args.by_name[p.name] = rest_of(std::span(positional).subspan(i), p, e, what);
+      break;
     }
     for (const Kwarg& k : e.kwargs) {
-      auto kw =
-          std::find_if(op.keywords.begin(), op.keywords.end(), [&](const Keyword& w) { return w.name == k.name; });
-      if (kw == op.keywords.end()) {
+      auto p = std::find_if(op.params.begin(), op.params.end(), [&](const Parameter& w) {
+        return w.name == k.name || (!w.alias.empty() && w.alias == k.name);
+      });
+      // the first parameter is tinygrad's `self` (or the tensors of cat): never a keyword
+      if (p == op.params.end() || p == op.params.begin()) {
         std::string allowed;
-        for (const Keyword& w : op.keywords) allowed += (allowed.empty() ? "" : ", ") + std::string(w.name);
+        for (size_t i = 1; i < op.params.size(); ++i)
+          allowed += (allowed.empty() ? "" : ", ") + std::string(op.params[i].name);
         fail(k.loc, k.name.size(), "unknown keyword '" + k.name + "' for '" + e.name + "'",
              allowed.empty() ? "no keywords" : "one of " + allowed, "'" + k.name + "'");
       }
-      args.kw[kw->name] = argument(*k.value, kw->type, "keyword '" + k.name + "' of '" + e.name + "'");
+      if (args.by_name.count(p->name))
+        fail(k.loc, k.name.size(), "argument '" + std::string(p->name) + "' of '" + e.name + "' given twice",
+             "it by position or by keyword", "both");
+      args.by_name[p->name] = argument(*k.value, p->type, "keyword '" + k.name + "' of '" + e.name + "'");
+      required_by_keyword |= p->required;
     }
-    for (const Keyword& w : op.keywords) {
-      if (args.kw.count(w.name)) continue;
-      if (w.required) fail(e.loc, e.name.size(), "missing keyword '" + std::string(w.name) + "' for '" + e.name + "'");
-      args.kw[w.name] = w.def;
+    for (const Parameter& p : op.params) {
+      if (args.by_name.count(p.name)) continue;
+      if (p.required) {
+        if (positional.size() < required && !required_by_keyword) wrong_number();
+        fail(e.loc, e.name.size(), "missing argument '" + std::string(p.name) + "' for '" + e.name + "'");
+      }
+      args.by_name[p.name] = p.def;
     }
     return build(e, [&] { return op.build(args); });
+  }
+
+  // A variadic parameter: one argument as itself (a tuple or one value), several as a tuple of
+  // them, where a tuple among them would be ambiguous.
+  Arg rest_of(std::span<const Expr* const> given, const Parameter& p, const Expr& call, const std::string& what) {
+    if (given.size() == 1) return argument(*given[0], p.type, what);
+    Value all;
+    all.kind = Value::Kind::Tuple;
+    for (const Expr* g : given) {
+      all.items.push_back(eval(*g));
+      if (all.items.back().kind == Value::Kind::Tuple)
+        fail(g->loc, span_of(*g), "cannot mix a tuple with separate arguments for " + what,
+             "one tuple or separate " + std::string(p.type == Type::Tensors ? "tensors" : "values"),
+             describe(all.items.back()));
+    }
+    for (size_t i = 0; i < given.size(); ++i) {
+      Value one;
+      one.kind = Value::Kind::Tuple;
+      one.items = {all.items[i]};
+      if (!convert(ctx_, one, p.type))
+        fail(given[i]->loc, span_of(*given[i]), "wrong type for " + what, item_type_name(p.type),
+             describe(all.items[i]));
+    }
+    std::optional<Arg> a = convert(ctx_, all, p.type);
+    if (!a) fail(call.loc, call.name.size(), "wrong type for " + what, type_name(p.type), describe(all));
+    return *a;
   }
 
   Arg argument(const Expr& e, Type type, const std::string& what) {

@@ -1,9 +1,11 @@
 #include "generator/frontend/tensor.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace kiln {
 
@@ -80,12 +82,20 @@ Tensor Tensor::arange(Context& ctx, int64_t start, int64_t stop, int64_t step, D
   return iota(ctx, n, dtype) * step + start;
 }
 
-int Tensor::norm_axis(int axis, size_t rank) const {
-  int r = int(rank);
+int Tensor::norm_axis(int64_t axis, size_t rank) const {
+  int64_t r = int64_t(rank);
   if (axis < -r || axis >= r)
     throw ShapeError("axis: expected an axis in [" + std::to_string(-r) + ", " + std::to_string(r) + ") for shape " +
                      shape_str(shape_) + ", got " + std::to_string(axis));
-  return axis < 0 ? axis + r : axis;
+  return int(axis < 0 ? axis + r : axis);
+}
+
+// "(2, -1, M)": sizes as the user passed them, for messages.
+static std::string sizes_str(Context& ctx, const std::vector<Dim>& dims) {
+  std::string r = "(";
+  for (size_t i = 0; i < dims.size(); ++i)
+    r += (i ? ", " : "") + (dims[i].u ? dim_str(dims[i].get(ctx)) : std::to_string(dims[i].v));
+  return r + ")";
 }
 
 // ---------------------------------------------------------------- movement
@@ -94,48 +104,61 @@ Tensor Tensor::reshape(const std::vector<Dim>& dims) const {
   Shape out;
   int infer = -1;
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (!dims[i].u && dims[i].v == -1) {
-      if (infer >= 0) throw ShapeError("reshape: expected at most one -1, got " + std::to_string(dims.size()));
+    if (!dims[i].u && dims[i].v < 0) {
+      if (dims[i].v != -1 || infer >= 0)
+        throw ShapeError("reshape: expected sizes >= 0 and at most one -1, got " + sizes_str(*ctx_, dims));
       infer = int(i);
       out.push_back(ctx_->cint(1));
     } else {
       out.push_back(dims[i].get(*ctx_));
     }
   }
-  if (infer >= 0 && !shape_.empty()) {
-    const UOp* rest = dim_product(out);
-    const UOp* q = dim_product(shape_)->divide_exact(rest);
-    if (!q) q = simplify_dim(Expr(dim_product(shape_)) / Expr(rest));
-    out[size_t(infer)] = simplify_dim(q);
+  if (infer >= 0) {
+    const UOp* all = shape_.empty() ? ctx_->cint(1) : dim_product(shape_);
+    const UOp* rest = out.empty() ? ctx_->cint(1) : dim_product(out);
+    const UOp* q = dim_is(rest, 0) ? nullptr : all->divide_exact(rest);
+    if (!q && !dim_is(rest, 0)) q = simplify_dim(Expr(all) / Expr(rest));
+    if (q) {
+      out[size_t(infer)] = simplify_dim(q);
+      if (!dim_is(simplify_dim(Expr(dim_product(out)) - Expr(all)), 0)) q = nullptr;
+    }
+    if (!q)
+      throw ShapeError("reshape: cannot infer the -1 in " + sizes_str(*ctx_, dims) + " for " + shape_str(shape_) +
+                       ": expected " + dim_str(all) + " elements to be a multiple of " + dim_str(rest));
   }
   if (out == shape_) return *this;
   return make_tensor(Op::RESHAPE, dtype(), {*this}, {stack_of(*ctx_, out)});
 }
 
-Tensor Tensor::permute(const std::vector<int>& order) const {
+Tensor Tensor::permute(const Axes& order) const {
   std::vector<int64_t> o;
-  for (int a : order) o.push_back(norm_axis(a, ndim()));
+  for (int64_t a : order.v) o.push_back(norm_axis(a, ndim()));
   bool id = o.size() == ndim();
   for (size_t i = 0; i < o.size(); ++i) id &= o[i] == int64_t(i);
   if (id) return *this;
   return make_tensor(Op::PERMUTE, dtype(), {*this}, {int_stack(*ctx_, o)});
 }
 
-Tensor Tensor::transpose(int a, int b) const {
-  std::vector<int> order(ndim());
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  std::vector<int64_t> order(ndim());
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[size_t(norm_axis(a, ndim()))], order[size_t(norm_axis(b, ndim()))]);
   return permute(order);
 }
 
+// As tinygrad: the shapes align on the right, and -1 keeps the size there (1 on a new axis).
 Tensor Tensor::expand(const std::vector<Dim>& dims) const {
   if (dims.size() < ndim())
     throw ShapeError("expand: expected at least rank " + std::to_string(ndim()) + " for " + shape_str(shape_) +
                      ", got rank " + std::to_string(dims.size()));
   size_t lead = dims.size() - ndim();
   Shape out;
-  for (size_t i = 0; i < dims.size(); ++i)
-    out.push_back(!dims[i].u && dims[i].v == -1 && i >= lead ? shape_[i - lead] : dims[i].get(*ctx_));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].u && dims[i].v < -1)
+      throw ShapeError("expand: expected sizes >= 0 or -1, got " + sizes_str(*ctx_, dims));
+    bool keep = !dims[i].u && dims[i].v == -1;
+    out.push_back(!keep ? dims[i].get(*ctx_) : i >= lead ? shape_[i - lead] : ctx_->cint(1));
+  }
   return broadcast_to(out);
 }
 
@@ -180,7 +203,7 @@ Tensor Tensor::shrink(const std::vector<std::pair<Dim, Dim>>& bounds) const {
   return make_tensor(Op::SHRINK, dtype(), {*this}, {stack_of(*ctx_, b), stack_of(*ctx_, e)});
 }
 
-Tensor Tensor::slice(int axis, Dim begin, Dim end) const {
+Tensor Tensor::slice(int64_t axis, Dim begin, Dim end) const {
   size_t ax = size_t(norm_axis(axis, ndim()));
   std::vector<std::pair<Dim, Dim>> bounds;
   for (size_t i = 0; i < ndim(); ++i)
@@ -188,21 +211,159 @@ Tensor Tensor::slice(int axis, Dim begin, Dim end) const {
   return shrink(bounds);
 }
 
-Tensor Tensor::flip(const std::vector<int>& axes) const {
+namespace {
+
+// One axis of x[...] as tinygrad's _parse_view_index reads it: the bounds to shrink to, the
+// stride (negative: flip first) and whether the axis goes away (an integer index).
+struct AxisView {
+  const UOp *begin, *end;
+  int64_t stride = 1;
+  bool collapse = false;
+};
+
+// Python's slice.indices on a constant size n: absent bounds default by the step's sign,
+// negative ones count from the end, and both clamp into range.
+std::pair<int64_t, int64_t> slice_indices(std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step,
+                                          int64_t n) {
+  auto fix = [&](std::optional<int64_t> v, int64_t def) {
+    if (!v) return def;
+    int64_t x = *v < 0 ? *v + n : *v;
+    if (x < 0) return step < 0 ? int64_t(-1) : int64_t(0);
+    if (x >= n) return step < 0 ? n - 1 : n;
+    return x;
+  };
+  return {fix(start, step < 0 ? n - 1 : 0), fix(stop, step < 0 ? -1 : n)};
+}
+
+std::optional<int64_t> const_of(Context& ctx, const std::optional<Dim>& d) {
+  if (!d) return std::nullopt;
+  const UOp* u = d->get(ctx);
+  if (u->op != Op::CONST) return std::nullopt;
+  return u->ival();
+}
+
+}  // namespace
+
+Tensor Tensor::getitem(const std::vector<Index>& given) const {
+  // tinygrad's _normalize_indices: one ellipsis stands for the whole axes no other index reads
+  size_t reading = 0, ellipses = 0;
+  for (const Index& i : given) reading += !i.new_axis && !i.ellipsis, ellipses += i.ellipsis;
+  if (ellipses > 1) throw ShapeError("index: expected at most one ..., got " + std::to_string(ellipses));
+  std::vector<Index> all;
+  for (const Index& i : given) {
+    if (!i.ellipsis) {
+      all.push_back(i);
+      continue;
+    }
+    for (size_t k = reading; k < ndim(); ++k) all.push_back(Slice{});
+  }
+  std::vector<Index> indices;  // the ones that read an axis
+  for (const Index& i : all)
+    if (!i.new_axis) indices.push_back(i);
+  if (indices.size() > ndim())
+    throw ShapeError("index: expected at most " + std::to_string(ndim()) + " indices for shape " + shape_str(shape_) +
+                     ", got " + std::to_string(indices.size()));
+  Context& c = *ctx_;
+  std::vector<AxisView> views;
+  for (size_t d = 0; d < ndim(); ++d) {
+    const UOp* size = shape_[d];
+    bool known = size->op == Op::CONST;
+    int64_t n = known ? size->ival() : 0;
+    auto from_end = [&](const UOp* v) {  // a negative constant counts from the end
+      return v->op == Op::CONST && v->ival() < 0 ? simplify_dim(Expr(size) + Expr(v)) : v;
+    };
+    if (d >= indices.size()) {
+      views.push_back({c.cint(0), size});
+    } else if (!indices[d].slice) {
+      const UOp* i = indices[d].at.get(c);
+      int64_t lo = size->vmin().i;  // in range for every size the axis may have
+      if (i->op == Op::CONST && (i->ival() >= lo || i->ival() < -lo))
+        throw ShapeError("index: expected an index in [-" + dim_str(size) + ", " + dim_str(size) + ") on axis " +
+                         std::to_string(d) + " of " + shape_str(shape_) + ", got " + std::to_string(i->ival()));
+      const UOp* b = from_end(i);
+      views.push_back({b, simplify_dim(Expr(b) + 1), 1, true});
+    } else {
+      const Slice& s = *indices[d].slice;
+      if (s.step == 0) throw ShapeError("index: expected a non-zero slice step, got 0");
+      std::optional<int64_t> b = const_of(c, s.start), e = const_of(c, s.stop);
+      if (known && (!s.start || b) && (!s.stop || e)) {
+        auto [lo, hi] = slice_indices(b, e, s.step, n);
+        if (s.step > 0 ? hi < lo : lo < hi) hi = lo;  // an empty slice
+        if (s.step < 0) std::tie(lo, hi) = std::pair{hi + 1, lo + 1};
+        views.push_back({c.cint(lo), c.cint(hi), s.step});
+        continue;
+      }
+      if (s.step < 0 && (!s.start || !s.stop))
+        throw ShapeError("index: expected explicit bounds for a negative step on axis " + std::to_string(d) + " of " +
+                         shape_str(shape_));
+      const UOp* lo = s.start ? from_end(s.start->get(c)) : c.cint(0);
+      const UOp* hi = s.stop ? from_end(s.stop->get(c)) : size;
+      if (s.step < 0) std::tie(lo, hi) = std::pair{simplify_dim(Expr(hi) + 1), simplify_dim(Expr(lo) + 1)};
+      // within the axis for every size it may have
+      if (lo->vmin().i < 0 || simplify_dim(Expr(hi) - Expr(lo))->vmin().i < 0 ||
+          simplify_dim(Expr(size) - Expr(hi))->vmin().i < 0)
+        throw ShapeError("index: expected a slice within [0, " + dim_str(size) + "] on axis " + std::to_string(d) +
+                         " of " + shape_str(shape_) + ", got [" + dim_str(lo) + ", " + dim_str(hi) + ")");
+      views.push_back({lo, hi, s.step});
+    }
+  }
+  std::vector<std::pair<Dim, Dim>> bounds;
+  std::vector<int64_t> flips;
+  for (size_t d = 0; d < views.size(); ++d) {
+    bounds.push_back({views[d].begin, views[d].end});
+    if (views[d].stride < 0) flips.push_back(int64_t(d));
+  }
+  Tensor x = shrink(bounds).flip(flips);
+  for (size_t d = 0; d < views.size(); ++d) {
+    if (views[d].stride == 1 || views[d].stride == -1) continue;
+    const UOp* len = x.shape()[d];
+    if (len->op != Op::CONST)
+      throw ShapeError("index: expected a constant length for a slice with step " + std::to_string(views[d].stride) +
+                       " on axis " + std::to_string(d) + ", got " + dim_str(len));
+    int64_t l = len->ival(), st = views[d].stride;
+    st = st == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : st < 0 ? -st : st;
+    if (l == 0) continue;
+    st = std::min(st, l);  // a step past the end takes the first element only
+    int64_t rows = (l + st - 1) / st;
+    std::vector<std::pair<Dim, Dim>> pads(x.ndim(), {int64_t(0), int64_t(0)});
+    pads[d] = {int64_t(0), rows * st - l};
+    std::vector<Dim> split(x.shape().begin(), x.shape().end());
+    split[d] = rows;
+    split.insert(split.begin() + long(d) + 1, st);
+    x = x.pad(pads).reshape(split).slice(int64_t(d) + 1, 0, 1).squeeze(int64_t(d) + 1);
+  }
+  std::vector<Dim> kept;
+  size_t d = 0;
+  for (const Index& i : all) {
+    if (i.new_axis) {
+      kept.push_back(int64_t(1));
+    } else if (!views[d++].collapse) {
+      kept.push_back(x.shape()[d - 1]);
+    }
+  }
+  for (; d < views.size(); ++d) kept.push_back(x.shape()[d]);
+  return x.reshape(kept);
+}
+
+Tensor Tensor::flip(const Axes& axes) const {
   std::vector<int64_t> f(ndim(), 0);
-  for (int a : axes) f[size_t(norm_axis(a, ndim()))] = 1;
+  for (int64_t a : axes.v) {
+    size_t ax = size_t(norm_axis(a, ndim()));
+    if (f[ax]) throw ShapeError("flip: expected each axis at most once, got " + std::to_string(a) + " again");
+    f[ax] = 1;
+  }
   if (std::all_of(f.begin(), f.end(), [](int64_t x) { return x == 0; })) return *this;
   return make_tensor(Op::FLIP, dtype(), {*this}, {int_stack(*ctx_, f)});
 }
 
-Tensor Tensor::unsqueeze(int axis) const {
+Tensor Tensor::unsqueeze(int64_t axis) const {
   size_t ax = size_t(norm_axis(axis, ndim() + 1));
   std::vector<Dim> d(shape_.begin(), shape_.end());
   d.insert(d.begin() + long(ax), Dim(int64_t(1)));
   return reshape(d);
 }
 
-Tensor Tensor::squeeze(int axis) const {
+Tensor Tensor::squeeze(int64_t axis) const {
   size_t ax = size_t(norm_axis(axis, ndim()));
   if (!dim_is(shape_[ax], 1))
     throw ShapeError("squeeze: expected dim " + std::to_string(ax) + " of " + shape_str(shape_) + " to be 1, got " +
@@ -212,10 +373,17 @@ Tensor Tensor::squeeze(int axis) const {
   return reshape(d);
 }
 
-Tensor Tensor::flatten() const { return reshape({shape_.empty() ? ctx_->cint(1) : dim_product(shape_)}); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (shape_.empty()) return reshape({ctx_->cint(1)});
+  size_t a = size_t(norm_axis(start_dim, ndim())), b = size_t(norm_axis(end_dim, ndim()));
+  std::vector<Dim> d(shape_.begin(), shape_.begin() + long(a));
+  d.push_back(a > b ? ctx_->cint(1) : dim_product(Shape(shape_.begin() + long(a), shape_.begin() + long(b) + 1)));
+  d.insert(d.end(), shape_.begin() + long(b) + 1, shape_.end());
+  return reshape(d);
+}
 
 // Concatenation is padding each piece to the full extent along `axis` and adding.
-Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
+Tensor Tensor::cat(const std::vector<Tensor>& ts, int64_t axis) {
   if (ts.empty()) throw ShapeError("cat: expected at least one tensor, got none");
   const Tensor& t0 = ts[0];
   size_t ax = size_t(t0.norm_axis(axis, t0.ndim()));
@@ -239,7 +407,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
   return *acc;
 }
 
-Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
+Tensor Tensor::stack(const std::vector<Tensor>& ts, int64_t axis) {
   if (ts.empty()) throw ShapeError("stack: expected at least one tensor, got none");
   std::vector<Tensor> u;
   for (const Tensor& t : ts) u.push_back(t.unsqueeze(axis));

@@ -15,6 +15,8 @@
 #pragma once
 
 #include <concepts>
+#include <initializer_list>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -37,6 +39,42 @@ struct Dim {
 template <class T>
 concept Number = std::is_arithmetic_v<T>;
 
+// Axes as tinygrad takes them: one (`x.sum(1)`) or a list (`x.sum({0, 2})`); negative ones count
+// from the end. 64-bit, so an axis is range-checked as written, never truncated first.
+struct Axes {
+  Axes() = default;
+  Axes(int64_t a) : v{a} {}                                                               // NOLINT: implicit on purpose
+  Axes(std::initializer_list<int64_t> l) : v(l) {}                                        // NOLINT
+  template <std::integral T> Axes(const std::vector<T>& xs) : v(xs.begin(), xs.end()) {}  // NOLINT
+  std::vector<int64_t> v;
+};
+
+// One index of x[...]: an integer or dim (selects one position and drops the axis), a slice
+// start:stop:step with Python's bounds (absent, negative from the end, clamped when constant),
+// None (std::nullopt), which inserts an axis of size 1 and reads none, or one Ellipsis.
+struct Slice {
+  std::optional<Dim> start, stop;
+  int64_t step = 1;
+};
+struct Ellipsis {};  // x[..., i]: as many whole axes as the other indices leave
+struct Index {
+  Index(Dim at) : at(at) {}                                  // NOLINT: implicit on purpose
+  Index(const UOp* at) : at(at) {}                           // NOLINT
+  Index(int64_t at) : at(at) {}                              // NOLINT
+  Index(int at) : at(int64_t(at)) {}                         // NOLINT
+  Index(Slice s) : at(int64_t(0)), slice(std::move(s)) {}    // NOLINT
+  Index(std::nullopt_t) : at(int64_t(0)), new_axis(true) {}  // NOLINT: None, a new axis of size 1
+  Index(Ellipsis) : at(int64_t(0)), ellipsis(true) {}        // NOLINT
+  Dim at;
+  std::optional<Slice> slice;
+  bool new_axis = false, ellipsis = false;
+};
+
+template <class... T>
+concept Dims = sizeof...(T) > 0 && (std::convertible_to<T, Dim> && ...);
+template <class... T>
+concept Ints = sizeof...(T) > 0 && (std::integral<T> && ...);
+
 class Tensor {
  public:
   Tensor(Context* ctx, const UOp* u);  // infers the shape of an existing graph
@@ -57,20 +95,34 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   size_t ndim() const { return shape_.size(); }
 
-  // ---- movement (tensor.cpp). Negative axes count from the end.
-  Tensor reshape(const std::vector<Dim>& dims) const;
-  Tensor permute(const std::vector<int>& order) const;
-  Tensor transpose(int a = -2, int b = -1) const;
-  Tensor expand(const std::vector<Dim>& dims) const;
+  // ---- movement (tensor.cpp). Negative axes count from the end. As in tinygrad, the shape and
+  // axis lists take one list or separate arguments: `x.reshape({1, 16})` or `x.reshape(1, 16)`.
+  Tensor reshape(const std::vector<Dim>& dims) const;  // one -1: the size that keeps the count
+  template <class... D>
+  requires Dims<D...> Tensor reshape(D... d)
+  const { return reshape(std::vector<Dim>{Dim(d)...}); }
+  Tensor permute(const Axes& order) const;
+  template <class... I>
+  requires Ints<I...> Tensor permute(I... o)
+  const { return permute(Axes{int64_t(o)...}); }
+  Tensor transpose(int64_t a = -2, int64_t b = -1) const;
+  Tensor expand(const std::vector<Dim>& dims) const;  // -1 keeps the size
+  template <class... D>
+  requires Dims<D...> Tensor expand(D... d)
+  const { return expand(std::vector<Dim>{Dim(d)...}); }
   Tensor pad(const std::vector<std::pair<Dim, Dim>>& pads) const;
   Tensor shrink(const std::vector<std::pair<Dim, Dim>>& bounds) const;
-  Tensor slice(int axis, Dim begin, Dim end) const;  // shrink along one axis
-  Tensor flip(const std::vector<int>& axes) const;
-  Tensor unsqueeze(int axis) const;
-  Tensor squeeze(int axis) const;
-  Tensor flatten() const;
-  static Tensor cat(const std::vector<Tensor>& ts, int axis = 0);
-  static Tensor stack(const std::vector<Tensor>& ts, int axis = 0);
+  Tensor slice(int64_t axis, Dim begin, Dim end) const;     // shrink along one axis
+  Tensor getitem(const std::vector<Index>& indices) const;  // x[i, a:b:s, ...]; missing trailing axes are whole
+  Tensor flip(const Axes& axes) const;
+  template <class... I>
+  requires Ints<I...> Tensor flip(I... a)
+  const { return flip(Axes{int64_t(a)...}); }
+  Tensor unsqueeze(int64_t axis) const;
+  Tensor squeeze(int64_t axis) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  static Tensor cat(const std::vector<Tensor>& ts, int64_t axis = 0);
+  static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
   Tensor broadcast_to(const Shape& s) const;
 
   // ---- elementwise (tensor_math.cpp)
@@ -89,7 +141,9 @@ class Tensor {
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
-  Tensor gelu() const;
+  Tensor gelu(std::string_view approximate = "tanh") const;  // "tanh" or "none" (erf)
+  Tensor erf() const;                                        // Abramowitz and Stegun 7.1.26, as tinygrad
+  Tensor sign() const;
   Tensor silu() const;
   Tensor reciprocal() const;
   Tensor trunc() const;
@@ -106,7 +160,8 @@ class Tensor {
   Tensor add(const Tensor& o) const;
   Tensor sub(const Tensor& o) const;
   Tensor mul(const Tensor& o) const;
-  Tensor div(const Tensor& o) const;   // true division (ints promote to float)
+  Tensor div(const Tensor& o) const;                                  // true division (ints promote to float)
+  Tensor div(const Tensor& o, std::string_view rounding_mode) const;  // "trunc", "floor" or "" (true division)
   Tensor idiv(const Tensor& o) const;  // ints: floor division (Python's //), from CDIV/CMOD
   Tensor mod(const Tensor& o) const;   // ints: floor modulo (Python's %, the divisor's sign)
   Tensor lt(const Tensor& o) const;
@@ -115,6 +170,13 @@ class Tensor {
   Tensor ge(const Tensor& o) const;
   Tensor eq(const Tensor& o) const;
   Tensor ne(const Tensor& o) const;
+  // integers and bools (shifts: integers only); the operands promote like any binary op
+  Tensor bitwise_and(const Tensor& o) const;
+  Tensor bitwise_or(const Tensor& o) const;
+  Tensor bitwise_xor(const Tensor& o) const;
+  Tensor bitwise_not() const;
+  Tensor lshift(const Tensor& o) const;
+  Tensor rshift(const Tensor& o) const;
   Tensor scalar(double v) const;   // a weakfloat CONST in this tensor's Context
   Tensor scalar(int64_t v) const;  // a weakint CONST
   template <Number T> Tensor lift(T v) const {
@@ -127,42 +189,54 @@ class Tensor {
   }
 
   // ---- reductions (tensor_math.cpp); empty axes = all axes
-  Tensor sum(const std::vector<int>& axes = {}, bool keepdim = false) const;
-  Tensor prod(const std::vector<int>& axes = {}, bool keepdim = false) const;
-  Tensor max(const std::vector<int>& axes = {}, bool keepdim = false) const;
-  Tensor min(const std::vector<int>& axes = {}, bool keepdim = false) const;
-  Tensor mean(const std::vector<int>& axes = {}, bool keepdim = false) const;
-  Tensor argmax(int axis, bool keepdim = false) const;  // the first maximal index, int32
+  Tensor sum(const Axes& axes = {}, bool keepdim = false) const;
+  Tensor prod(const Axes& axes = {}, bool keepdim = false) const;
+  Tensor max(const Axes& axes = {}, bool keepdim = false) const;
+  Tensor min(const Axes& axes = {}, bool keepdim = false) const;
+  Tensor mean(const Axes& axes = {}, bool keepdim = false) const;
+  // the first maximal (minimal) index, int32; no axis: over the flattened tensor
+  Tensor argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const;
 
   // ---- nn (tensor_nn.cpp)
   Tensor matmul(const Tensor& o) const;
-  Tensor softmax(int axis = -1) const;
-  Tensor log_softmax(int axis = -1) const;
-  Tensor layernorm(int axis = -1, double eps = 1e-5) const;
-  Tensor rmsnorm(int axis = -1, double eps = 1e-6) const;
+  Tensor softmax(int64_t axis = -1) const;
+  Tensor log_softmax(int64_t axis = -1) const;
+  Tensor layernorm(int64_t axis = -1, double eps = 1e-5) const;
+  Tensor rmsnorm(int64_t axis = -1, double eps = 1e-6) const;
   // Sliding windows over the last k.size() axes: (..., o1, .., ok, k1, .., kk), o = (n - d*(k-1) - 1)/s + 1.
   Tensor pool(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
               const std::vector<int64_t>& dilation) const;
   Tensor pool_by_repeat(const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
                         const std::vector<int64_t>& dilation, const Shape& out) const;  // pool, constant sizes
-  Tensor pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double value) const;   // PAD, then `value` there
-  // x (N, Cin, H, W), w (Cout, Cin/groups, kh, kw), bias (Cout) or nullptr; padding is symmetric per axis.
+  // tinygrad's pad: PAD, then `value` there; a negative pad cuts that many elements instead
+  Tensor pad_value(const std::vector<std::pair<Dim, Dim>>& pads, double value) const;
+  // mode "constant" (pad_value), or on constant shapes "reflect", "replicate" or "circular"
+  Tensor pad_mode(const std::vector<std::pair<Dim, Dim>>& pads, std::string_view mode, double value = 0) const;
+  // Pool and conv options as tinygrad takes them: one value for every spatial axis or one per
+  // axis; padding also (left, right, top, bottom, ...) per side, last axis first.
+  // x (N, Cin, H, W), w (Cout, Cin/groups, kh, kw), bias (Cout) or nullptr.
   Tensor conv2d(const Tensor& w, const Tensor* bias = nullptr, int64_t groups = 1, std::vector<int64_t> stride = {1, 1},
                 std::vector<int64_t> dilation = {1, 1}, std::vector<int64_t> padding = {0, 0}) const;
+  // pads with the dtype's minimum; stride defaults to k; ceil_mode: a last partial window counts
   Tensor max_pool2d(std::vector<int64_t> k = {2, 2}, std::vector<int64_t> stride = {},
-                    std::vector<int64_t> padding = {0, 0}) const;  // pads with -inf; stride defaults to k
-  Tensor avg_pool2d(std::vector<int64_t> k = {2, 2}, std::vector<int64_t> stride = {}) const;
+                    std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1},
+                    bool ceil_mode = false) const;
+  // count_include_pad=false: the padding is not counted in the average
+  Tensor avg_pool2d(std::vector<int64_t> k = {2, 2}, std::vector<int64_t> stride = {},
+                    std::vector<int64_t> padding = {0}, std::vector<int64_t> dilation = {1}, bool ceil_mode = false,
+                    bool count_include_pad = true) const;
   Tensor tril(int64_t diagonal = 0) const;  // keeps (i, j) with j <= i + diagonal over the last two axes
   // softmax(q @ k^T / sqrt(d) + mask) @ v; a bool mask keeps where true; causal masks j > i.
   Tensor scaled_dot_product_attention(const Tensor& k, const Tensor& v, const Tensor* mask = nullptr,
                                       bool causal = false) const;
 
-  int norm_axis(int axis, size_t rank) const;  // checks range, maps negative axes
+  int norm_axis(int64_t axis, size_t rank) const;  // checks range, maps negative axes
 
  private:
   Tensor(Context* ctx, const UOp* u, Shape shape) : ctx_(ctx), u_(u), shape_(std::move(shape)) {}
   friend Tensor make_tensor(Op op, DType d, const std::vector<Tensor>& srcs, std::vector<const UOp*> args, Arg arg);
-  Tensor reduce(Op op, const std::vector<int>& axes, bool keepdim) const;
+  Tensor reduce(Op op, const Axes& axes, bool keepdim) const;
   Tensor unary(Op op) const;
   Tensor float_t() const;  // ints and bool become float32 for transcendental ops
 
@@ -191,7 +265,13 @@ KILN_TENSOR_BINOP(>, gt)
 KILN_TENSOR_BINOP(>=, ge)
 KILN_TENSOR_BINOP(==, eq)
 KILN_TENSOR_BINOP(!=, ne)
+KILN_TENSOR_BINOP(&, bitwise_and)
+KILN_TENSOR_BINOP(|, bitwise_or)
+KILN_TENSOR_BINOP(^, bitwise_xor)
+KILN_TENSOR_BINOP(<<, lshift)
+KILN_TENSOR_BINOP(>>, rshift)
 #undef KILN_TENSOR_BINOP
 inline Tensor operator-(const Tensor& a) { return a.neg(); }
+inline Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
 
 }  // namespace kiln

@@ -52,6 +52,14 @@ static std::pair<Tensor, Tensor> floor_divmod(const Tensor& a, const Tensor& b) 
   return {fix.where(q - 1, q), fix.where(r + y, r)};
 }
 Tensor Tensor::idiv(const Tensor& o) const { return floor_divmod(*this, o).first; }
+Tensor Tensor::div(const Tensor& o, std::string_view rounding_mode) const {
+  if (rounding_mode.empty()) return div(o);
+  auto [x, y] = broadcasted(*this, o);
+  bool ints = is_int(x.dtype());
+  if (rounding_mode == "trunc") return ints ? make_tensor(Op::CDIV, x.dtype(), {x, y}) : x.div(y).trunc();
+  if (rounding_mode == "floor") return ints ? x.idiv(y) : x.div(y).floor();
+  throw ShapeError("div: expected rounding_mode \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
+}
 Tensor Tensor::mod(const Tensor& o) const { return floor_divmod(*this, o).second; }
 
 Tensor Tensor::neg() const { return is_bool(dtype()) ? logical_not() : mul(lift(-1)); }
@@ -61,6 +69,20 @@ Tensor Tensor::le(const Tensor& o) const { return gt(o).logical_not(); }
 Tensor Tensor::ge(const Tensor& o) const { return lt(o).logical_not(); }
 Tensor Tensor::ne(const Tensor& o) const { return binary(Op::CMPNE, *this, o); }
 Tensor Tensor::eq(const Tensor& o) const { return ne(o).logical_not(); }
+
+static Tensor bitwise(Op op, const char* name, const Tensor& a, const Tensor& b) {
+  auto [x, y] = broadcasted(a, b);
+  bool shift = op == Op::SHL || op == Op::SHR;
+  if (!is_int(x.dtype()) && !(is_bool(x.dtype()) && !shift))
+    throw ShapeError(std::string(name) + ": expected " + (shift ? "integer" : "integer or bool") + " operands, got " +
+                     to_string(a.dtype()) + " and " + to_string(b.dtype()));
+  return make_tensor(op, x.dtype(), {x, y});
+}
+Tensor Tensor::bitwise_and(const Tensor& o) const { return bitwise(Op::AND, "bitwise_and", *this, o); }
+Tensor Tensor::bitwise_or(const Tensor& o) const { return bitwise(Op::OR, "bitwise_or", *this, o); }
+Tensor Tensor::bitwise_xor(const Tensor& o) const { return bitwise(Op::XOR, "bitwise_xor", *this, o); }
+Tensor Tensor::lshift(const Tensor& o) const { return bitwise(Op::SHL, "lshift", *this, o); }
+Tensor Tensor::rshift(const Tensor& o) const { return bitwise(Op::SHR, "rshift", *this, o); }
 
 Tensor Tensor::logical_not() const { return binary(Op::CMPNE, cast(dtypes::bool_), lift(true)); }
 Tensor Tensor::logical_and(const Tensor& o) const {
@@ -87,6 +109,12 @@ static Tensor inverse(const Tensor& t) {
   return binary(Op::XOR, t, ones);
 }
 
+Tensor Tensor::bitwise_not() const {
+  if (!is_int(dtype()) && !is_bool(dtype()))
+    throw ShapeError("bitwise_not: expected an integer or bool operand, got " + to_string(dtype()));
+  return inverse(*this);
+}
+
 Tensor Tensor::minimum(const Tensor& o) const {
   auto [x, y] = broadcasted(*this, o);
   return inverse(inverse(x).maximum(inverse(y)));
@@ -106,9 +134,24 @@ Tensor Tensor::sigmoid() const { return (1.0 + (float_t() * (-1.0 / std::numbers
 Tensor Tensor::tanh() const { return 2.0 * (2.0 * float_t()).sigmoid() - 1.0; }
 Tensor Tensor::relu() const { return (*this > 0).where(*this, lift(0)); }
 Tensor Tensor::silu() const { return *this * sigmoid(); }
-Tensor Tensor::gelu() const {
+Tensor Tensor::gelu(std::string_view approximate) const {
   Tensor x = float_t();
-  return 0.5 * x * (1.0 + (std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)).tanh());
+  if (approximate == "tanh")
+    return 0.5 * x * (1.0 + (std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)).tanh());
+  if (approximate == "none") return x * 0.5 * (1.0 + (x / std::numbers::sqrt2).erf());
+  throw ShapeError("gelu: expected approximate \"tanh\" or \"none\", got \"" + std::string(approximate) + "\"");
+}
+Tensor Tensor::sign() const {
+  Tensor zero = lift(0).cast(dtype());
+  return (*this != 0).where((*this < 0).where(lift(-1), lift(1)).cast(dtype()), zero);
+}
+// 1 - t * P(t) * exp(-x^2) with t = 1 / (1 + p|x|), odd in x; |error| < 1.5e-7.
+Tensor Tensor::erf() const {
+  Tensor x = float_t();
+  Tensor t = (1.0 + 0.3275911 * x.abs()).reciprocal();
+  Tensor p = t.lift(0.0);
+  for (double c : {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}) p = p * t + c;
+  return x.sign() * (1.0 - t * p * (-(x * x)).exp());
 }
 Tensor Tensor::abs() const {
   if (is_bool(dtype())) return *this;
@@ -169,11 +212,11 @@ static DType acc_dtype(DType d) {
   }
 }
 
-Tensor Tensor::reduce(Op op, const std::vector<int>& axes, bool keepdim) const {
+Tensor Tensor::reduce(Op op, const Axes& axes, bool keepdim) const {
   std::vector<int64_t> ax;
-  if (axes.empty())
+  if (axes.v.empty())
     for (size_t i = 0; i < ndim(); ++i) ax.push_back(int64_t(i));
-  for (int a : axes) ax.push_back(norm_axis(a, ndim()));
+  for (int64_t a : axes.v) ax.push_back(norm_axis(a, ndim()));
   std::sort(ax.begin(), ax.end());
   ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   if (ax.empty()) return *this;
@@ -187,28 +230,26 @@ Tensor Tensor::reduce(Op op, const std::vector<int>& axes, bool keepdim) const {
   return r.reshape(out);
 }
 
-Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
+Tensor Tensor::sum(const Axes& axes, bool keepdim) const {
   DType acc = acc_dtype(dtype());
   Tensor r = cast(acc).reduce(Op::ADD, axes, keepdim);
   return is_float(dtype()) ? r.cast(dtype()) : r;
 }
-Tensor Tensor::prod(const std::vector<int>& axes, bool keepdim) const {
+Tensor Tensor::prod(const Axes& axes, bool keepdim) const {
   DType acc = acc_dtype(dtype());
   Tensor r = cast(acc).reduce(Op::MUL, axes, keepdim);
   return is_float(dtype()) ? r.cast(dtype()) : r;
 }
-Tensor Tensor::max(const std::vector<int>& axes, bool keepdim) const { return reduce(Op::MAX, axes, keepdim); }
-Tensor Tensor::min(const std::vector<int>& axes, bool keepdim) const {
-  return inverse(inverse(*this).max(axes, keepdim));
-}
-Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
+Tensor Tensor::max(const Axes& axes, bool keepdim) const { return reduce(Op::MAX, axes, keepdim); }
+Tensor Tensor::min(const Axes& axes, bool keepdim) const { return inverse(inverse(*this).max(axes, keepdim)); }
+Tensor Tensor::mean(const Axes& axes, bool keepdim) const {
   Tensor s = float_t().sum(axes, keepdim);
   std::vector<int> ax;
-  for (int a : axes) ax.push_back(norm_axis(a, ndim()));
+  for (int64_t a : axes.v) ax.push_back(norm_axis(a, ndim()));
   std::sort(ax.begin(), ax.end());
   ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   std::vector<const UOp*> reduced;
-  if (axes.empty()) reduced = shape_;
+  if (axes.v.empty()) reduced = shape_;
   for (int a : ax) reduced.push_back(shape_[size_t(a)]);
   if (reduced.empty()) return s;
   const UOp* n = dim_product(reduced);
@@ -217,8 +258,9 @@ Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
 }
 
 // tinygrad's argmax: the largest of (n - i) over the maximal positions i gives the first one.
-Tensor Tensor::argmax(int axis, bool keepdim) const {
-  int ax = norm_axis(axis, ndim());
+Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
+  if (!axis) return flatten().argmax(0);
+  int ax = norm_axis(*axis, ndim());
   const UOp* n = shape_[size_t(ax)];
   std::vector<Dim> idx_shape{n};
   for (size_t i = size_t(ax) + 1; i < ndim(); ++i) idx_shape.push_back(int64_t(1));
@@ -227,5 +269,11 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   Tensor m = (*this == max({ax}, true)).cast(dtypes::int32) * idx;
   return (nt - m.max({ax}, keepdim)).cast(dtypes::int32);
 }
+
+}  // namespace kiln
+
+namespace kiln {
+
+Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim) const { return inverse(*this).argmax(axis, keepdim); }
 
 }  // namespace kiln

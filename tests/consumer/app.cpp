@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -164,6 +165,129 @@ void conv(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
               taken(nn::conv_explain(vx, vw, vb, vy)).c_str(), us);
 }
 
+std::vector<int32_t> random_ints(size_t n, int32_t lo, int32_t hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> u(lo, hi);
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v) x = u(rng);
+  return v;
+}
+
+void check_ints(const char* what, const std::vector<int32_t>& got, const std::vector<int32_t>& want) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      std::printf("  MISMATCH in %s at %zu: got %d, want %d\n", what, i, got[i], want[i]);
+      ++failures;
+      return;
+    }
+}
+
+// conv2d(x, w, stride=2) + b.reshape(1, 16, 1, 1)
+void conv_bias(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(batch * 8 * 16 * 16), rng), w = random_vector(16 * 8 * 9, rng),
+                     b = random_vector(16, rng), y = poisoned(size_t(batch * 16 * 7 * 7));
+  kiln::TensorView vx(x.data(), {batch, 8, 16, 16}), vw(w.data(), {16, 8, 3, 3}), vb(b.data(), {16}),
+      vy(y.data(), {batch, 16, 7, 7});
+  double us = time_us([&] { return nn::conv_bias(vx, vw, vb, vy, ctx); });
+  std::vector<double> want(y.size());
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t o = 0; o < 16; ++o)
+      for (int64_t i = 0; i < 7; ++i)
+        for (int64_t j = 0; j < 7; ++j) {
+          double s = b[size_t(o)];
+          for (int64_t c = 0; c < 8; ++c)
+            for (int64_t di = 0; di < 3; ++di)
+              for (int64_t dj = 0; dj < 3; ++dj)
+                s += double(x[size_t(((n * 8 + c) * 16 + 2 * i + di) * 16 + 2 * j + dj)]) *
+                     w[size_t(((o * 8 + c) * 3 + di) * 3 + dj)];
+          want[size_t(((n * 16 + o) * 7 + i) * 7 + j)] = s;
+        }
+  check("conv_bias", y, want);
+  std::printf("conv_bias %lldx8x16x16 stride 2: %s, %.1f us\n", (long long)batch,
+              taken(nn::conv_bias_explain(vx, vw, vb, vy)).c_str(), us);
+}
+
+// x.flip(1).permute(1, 0) * x[-1].reshape(-1, 1) + x.max(1).reshape(1, -1).expand(16, -1); x[:, 2:12:2] - x[:, 30:0:-6]
+void movement_and_slices(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(m * 16), rng), y = poisoned(size_t(16 * m));
+  kiln::TensorView vx(x.data(), {m, 16}), vy(y.data(), {16, m});
+  double us = time_us([&] { return nn::movement(vx, vy, ctx); });
+  std::vector<double> want(y.size());
+  for (int64_t i = 0; i < m; ++i) {
+    double mx = *std::max_element(x.begin() + i * 16, x.begin() + i * 16 + 16);
+    for (int64_t j = 0; j < 16; ++j)
+      want[size_t(j * m + i)] = double(x[size_t(i * 16 + 15 - j)]) * x[size_t((m - 1) * 16 + j)] + mx;
+  }
+  check("movement", y, want);
+  std::vector<float> s = random_vector(size_t(m * 32), rng), z = poisoned(size_t(m * 5));
+  kiln::TensorView vs(s.data(), {m, 32}), vz(z.data(), {m, 5});
+  double us2 = time_us([&] { return nn::slices(vs, vz, ctx); });
+  std::vector<double> want2(z.size());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      want2[size_t(i * 5 + j)] = double(s[size_t(i * 32 + 2 + 2 * j)]) - s[size_t(i * 32 + 30 - 6 * j)];
+  check("slices", z, want2);
+  std::printf("movement %lldx16: %s, %.1f us; slices %lldx32: %.1f us\n", (long long)m,
+              taken(nn::movement_explain(vx, vy)).c_str(), us, (long long)m, us2);
+}
+
+// a & b | a >> 3 ^ b << 2 and x.argmin(1)
+void bits(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<int32_t> a = random_ints(size_t(m * 64), -2000000000, 2000000000, rng),
+                       b = random_ints(size_t(m * 64), -100000, 100000, rng), y(size_t(m * 64), -1), idx(size_t(m), -1);
+  std::vector<float> x = random_vector(size_t(m * 40), rng);
+  kiln::TensorView va(a.data(), {m, 64}), vb(b.data(), {m, 64}), vx(x.data(), {m, 40}), vy(y.data(), {m, 64}),
+      vi(idx.data(), {m});
+  double us = time_us([&] { return nn::bits(va, vb, vx, vy, vi, ctx); });
+  std::vector<int32_t> want(y.size()), want_idx(static_cast<size_t>(m));
+  for (size_t i = 0; i < a.size(); ++i) want[i] = (a[i] & b[i]) | ((a[i] >> 3) ^ int32_t(uint32_t(b[i]) << 2));
+  for (int64_t i = 0; i < m; ++i)
+    want_idx[size_t(i)] = int32_t(std::min_element(x.begin() + i * 40, x.begin() + i * 40 + 40) - (x.begin() + i * 40));
+  check_ints("bits", y, want);
+  check_ints("argmin", idx, want_idx);
+  std::printf("bits %lldx64: %s, %.1f us\n", (long long)m, taken(nn::bits_explain(va, vb, vx, vy, vi)).c_str(), us);
+}
+
+void gelu_exact(int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& rng) {
+  std::vector<float> x = random_vector(size_t(m * d), rng), y = poisoned(size_t(m * d));
+  for (float& v : x) v *= 4;
+  kiln::TensorView vx(x.data(), {m, d}), vy(y.data(), {m, d});
+  double us = time_us([&] { return nn::gelu_exact(vx, vy, ctx); });
+  std::vector<double> want(y.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = 0.5 * x[i] * (1 + std::erf(double(x[i]) / std::sqrt(2.0)));
+  check("gelu_exact", y, want);
+  std::printf("gelu_exact %lldx%lld: %s, %.1f us\n", (long long)m, (long long)d,
+              taken(nn::gelu_exact_explain(vx, vy)).c_str(), us);
+}
+
+// max_pool2d(3, stride=2, dilation=2, padding=2, ceil_mode=true) and
+// avg_pool2d(3, 2, 1, (1, 1), true, false), that is count_include_pad=false, of 15x15 planes
+void pools(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
+  const int64_t planes = batch * 4;
+  std::vector<float> x = random_vector(size_t(planes * 225), rng), mx = poisoned(size_t(planes * 64)),
+                     av = poisoned(size_t(planes * 64));
+  kiln::TensorView vx(x.data(), {batch, 4, 15, 15}), vm(mx.data(), {batch, 4, 8, 8}), va(av.data(), {batch, 4, 8, 8});
+  double us = time_us([&] { return nn::pools(vx, vm, va, ctx); });
+  std::vector<double> want_max(mx.size()), want_avg(av.size());
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t oy = 0; oy < 8; ++oy)
+      for (int64_t ox = 0; ox < 8; ++ox) {
+        double best = -INFINITY, sum = 0;
+        int count = 0;
+        for (int64_t k = 0; k < 9; ++k) {
+          int64_t iy = oy * 2 + (k / 3) * 2 - 2, ix = ox * 2 + (k % 3) * 2 - 2;  // dilation 2, padding 2
+          if (iy >= 0 && iy < 15 && ix >= 0 && ix < 15)
+            best = std::max(best, double(x[size_t(p * 225 + iy * 15 + ix)]));
+          iy = oy * 2 + k / 3 - 1, ix = ox * 2 + k % 3 - 1;  // dilation 1, padding 1
+          if (iy >= 0 && iy < 15 && ix >= 0 && ix < 15) sum += x[size_t(p * 225 + iy * 15 + ix)], ++count;
+        }
+        want_max[size_t(p * 64 + oy * 8 + ox)] = best;
+        want_avg[size_t(p * 64 + oy * 8 + ox)] = sum / count;
+      }
+  check("max_pool2d", mx, want_max);
+  check("avg_pool2d", av, want_avg);
+  std::printf("pools %lldx4x15x15: %s, %.1f us\n", (long long)batch, taken(nn::pools_explain(vx, vm, va)).c_str(), us);
+}
+
 // a bad call returns a status that says what is wrong; nothing runs
 void bad_calls() {
   std::vector<float> a(64), b(64), c(64);
@@ -203,6 +327,16 @@ int main() {
   rows(false, 7, 77, nullptr, rng);
   conv(1, nullptr, rng);  // B == 1
   conv(3, &ctx, rng);
+  conv_bias(1, nullptr, rng);
+  conv_bias(2, &ctx, rng);
+  movement_and_slices(1, nullptr, rng);
+  movement_and_slices(37, &ctx, rng);
+  bits(1, nullptr, rng);
+  bits(21, &ctx, rng);
+  gelu_exact(3, 128, &ctx, rng);
+  gelu_exact(5, 77, nullptr, rng);
+  pools(1, nullptr, rng);
+  pools(3, &ctx, rng);
   bad_calls();
   if (failures) {
     std::printf("%d FAILURES\n", failures);

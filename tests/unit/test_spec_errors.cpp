@@ -9,16 +9,20 @@
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
+#include "generator/frontend/spec_lower.h"
 
 namespace kiln::frontend {
 namespace {
 
-// What `kiln check t.kiln` prints to stderr: syntax errors, or if there are none the checks'.
+// What `kiln check t.kiln` prints to stderr: syntax errors, or if there are none the checks', or
+// if there are none the lowering's.
 std::string errors_of(const std::string& text) {
   SourceFile file("t.kiln", text);
   ParseResult parsed = parse_spec(file);
   std::vector<Diagnostic> errors = std::move(parsed.diagnostics);
   if (errors.empty()) errors = check_spec(parsed.spec);
+  Context ctx;
+  if (errors.empty()) errors = lower_spec(ctx, parsed.spec, file).diagnostics;
   return render(errors);
 }
 
@@ -534,6 +538,241 @@ TEST(SpecErrors, DuplicateKeywordInMethod) {
             "t.kiln:3:35: error: duplicate keyword argument 'keepdim' (first given at column 21)\n"
             "  C = A.sum(axis=0, keepdim=true, keepdim=false)\n"
             "                                  ^~~~~~~\n");
+}
+
+// ---------------------------------------------------------------- call forms and 64-bit arguments
+
+// The head of a kernel whose one statement each test below appends.
+const std::string kKernel =
+    "dim M in 1..64\ndim N in 1..64\n"
+    "kernel k(A: f32[M, N], I: i32[M, N], X: f32[2, 16, 8, 8], W: f32[16, 16, 3, 3]) -> (C: f32[M, N]) {\n";
+
+TEST(SpecErrors, MixedTupleAndSizes) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape((M, N), 1)\n}\n"),
+            "t.kiln:4:17: error: cannot mix a tuple with separate arguments for argument 'shape' of 'reshape' "
+            "(expected one tuple or separate values, got a tuple of 2 items)\n"
+            "  C = A.reshape((M, N), 1)\n"
+            "                ^\n");
+}
+
+TEST(SpecErrors, MixedTupleAndTensors) {
+  EXPECT_EQ(errors_of(kKernel + "  C = cat(A, (A, A))\n}\n"),
+            "t.kiln:4:14: error: cannot mix a tuple with separate arguments for argument 'tensors' of 'cat' (expected "
+            "one tuple or separate tensors, got a tuple of 2 items)\n"
+            "  C = cat(A, (A, A))\n"
+            "             ^\n");
+}
+
+TEST(SpecErrors, SeparateSizeOfWrongType) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(M, 1.5)\n}\n"),
+            "t.kiln:4:20: error: wrong type for argument 'shape' of 'reshape' (expected a size, got 1.5)\n"
+            "  C = A.reshape(M, 1.5)\n"
+            "                   ^~~\n");
+}
+
+TEST(SpecErrors, MinusOneNotInferable) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(-1, 5)\n}\n"),
+            "t.kiln:4:9: error: reshape: cannot infer the -1 in (-1, 5) for [M, N]: expected M*N elements to be a "
+            "multiple of 5\n"
+            "  C = A.reshape(-1, 5)\n"
+            "        ^~~~~~~\n");
+}
+
+TEST(SpecErrors, TwoMinusOnes) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(-1, -1)\n}\n"),
+            "t.kiln:4:9: error: reshape: expected sizes >= 0 and at most one -1, got (-1, -1)\n"
+            "  C = A.reshape(-1, -1)\n"
+            "        ^~~~~~~\n");
+}
+
+TEST(SpecErrors, ArgumentGivenTwice) {
+  EXPECT_EQ(
+      errors_of(kKernel + "  C = A.sum(1, axis=1)\n}\n"),
+      "t.kiln:4:16: error: argument 'axis' of 'sum' given twice (expected it by position or by keyword, got both)\n"
+      "  C = A.sum(1, axis=1)\n"
+      "               ^~~~\n");
+}
+
+TEST(SpecErrors, AxisNotTruncated) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.sum(axis=4294967296)\n}\n"),
+            "t.kiln:4:9: error: axis: expected an axis in [-2, 2) for shape [M, N], got 4294967296\n"
+            "  C = A.sum(axis=4294967296)\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, PermuteNotTruncated) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.permute((4294967297, 4294967296))\n}\n"),
+            "t.kiln:4:9: error: axis: expected an axis in [-2, 2) for shape [M, N], got 4294967297\n"
+            "  C = A.permute((4294967297, 4294967296))\n"
+            "        ^~~~~~~\n");
+}
+
+TEST(SpecErrors, NegativeAxisNotTruncated) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.softmax(axis=-4294967297)\n}\n"),
+            "t.kiln:4:9: error: axis: expected an axis in [-2, 2) for shape [M, N], got -4294967297\n"
+            "  C = A.softmax(axis=-4294967297)\n"
+            "        ^~~~~~~\n");
+}
+
+TEST(SpecErrors, TransposeNotTruncated) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.transpose(1, 4294967296)\n}\n"),
+            "t.kiln:4:9: error: axis: expected an axis in [-2, 2) for shape [M, N], got 4294967296\n"
+            "  C = A.transpose(1, 4294967296)\n"
+            "        ^~~~~~~~~\n");
+}
+
+TEST(SpecErrors, IndexOutOfRange) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[9223372036854775807]\n}\n"),
+            "t.kiln:4:8: error: index: expected an index in [-M, M) on axis 0 of [M, N], got 9223372036854775807\n"
+            "  C = A[9223372036854775807]\n"
+            "       ^\n");
+}
+
+TEST(SpecErrors, TooManyIndices) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[0, 0, 0]\n}\n"),
+            "t.kiln:4:8: error: index: expected at most 2 indices for shape [M, N], got 3\n"
+            "  C = A[0, 0, 0]\n"
+            "       ^\n");
+}
+
+TEST(SpecErrors, ZeroSliceStep) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[::0]\n}\n"),
+            "t.kiln:4:8: error: index: expected a non-zero slice step, got 0\n"
+            "  C = A[::0]\n"
+            "       ^\n");
+}
+
+TEST(SpecErrors, SliceBoundType) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[0:1.5]\n}\n"),
+            "t.kiln:4:11: error: wrong type for an index (expected a size, got 1.5)\n"
+            "  C = A[0:1.5]\n"
+            "          ^~~\n");
+}
+
+TEST(SpecErrors, SliceStepType) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[::M]\n}\n"),
+            "t.kiln:4:11: error: wrong type for a slice step (expected an integer, got dim 'M')\n"
+            "  C = A[::M]\n"
+            "          ^\n");
+}
+
+TEST(SpecErrors, FlipAxisTwice) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.flip(0, 0)\n}\n"),
+            "t.kiln:4:9: error: flip: expected each axis at most once, got 0 again\n"
+            "  C = A.flip(0, 0)\n"
+            "        ^~~~\n");
+}
+
+TEST(SpecErrors, BitwiseOnFloats) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A & A\n}\n"),
+            "t.kiln:4:9: error: bitwise_and: expected integer or bool operands, got float and float\n"
+            "  C = A & A\n"
+            "        ^\n");
+}
+
+TEST(SpecErrors, ShiftByFloat) {
+  EXPECT_EQ(errors_of(kKernel + "  C = I << 1.5\n}\n"),
+            "t.kiln:4:9: error: lshift: expected integer operands, got int and weakfloat\n"
+            "  C = I << 1.5\n"
+            "        ^~\n");
+}
+
+TEST(SpecErrors, GeluApproximate) {
+  EXPECT_EQ(errors_of(kKernel + "  C = gelu(A, approximate=\"erf\")\n}\n"),
+            "t.kiln:4:7: error: gelu: expected approximate \"tanh\" or \"none\", got \"erf\"\n"
+            "  C = gelu(A, approximate=\"erf\")\n"
+            "      ^~~~\n");
+}
+
+TEST(SpecErrors, UnterminatedString) {
+  EXPECT_EQ(errors_of(kKernel + "  C = gelu(A, approximate=\"none)\n}\n"),
+            "t.kiln:4:27: error: unterminated string (expected a closing \", got end of line)\n"
+            "  C = gelu(A, approximate=\"none)\n"
+            "                          ^~~~~~\n");
+}
+
+TEST(SpecErrors, PadMode) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.pad((0, 0), mode=\"edge\")\n}\n"),
+            "t.kiln:4:9: error: pad: expected mode \"constant\", \"reflect\", \"replicate\" or \"circular\", got "
+            "\"edge\"\n"
+            "  C = A.pad((0, 0), mode=\"edge\")\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, PadModeOnSymbolicShape) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.pad((0, 0), mode=\"reflect\")\n}\n"),
+            "t.kiln:4:9: error: pad: expected constant sizes and pads with mode \"reflect\", got [M, N]\n"
+            "  C = A.pad((0, 0), mode=\"reflect\")\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, FlatPadsOdd) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.pad((1, 2, 3))\n}\n"),
+            "t.kiln:4:9: error: pad: expected an even number of flat pads, at most 4 for shape [M, N], got 3\n"
+            "  C = A.pad((1, 2, 3))\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, PadOverflows) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.pad(((0, 4611686018427387904), (0, 0)))\n}\n"),
+            "t.kiln:4:9: error: pad: expected a shape of at most 9223372036854775807 elements, got "
+            "[M+4611686018427387904, N]\n"
+            "  C = A.pad(((0, 4611686018427387904), (0, 0)))\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, ExpandOverflows) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.expand(4611686018427387904, -1, -1)\n}\n"),
+            "t.kiln:4:9: error: expand: expected a shape of at most 9223372036854775807 elements, got "
+            "[4611686018427387904, M, N]\n"
+            "  C = A.expand(4611686018427387904, -1, -1)\n"
+            "        ^~~~~~\n");
+}
+
+TEST(SpecErrors, DilationOverflows) {
+  EXPECT_EQ(errors_of(kKernel + "  C = X.max_pool2d(3, dilation=4611686018427387904)\n}\n"),
+            "t.kiln:4:9: error: pool: expected a kernel of extent over 2^63 to fit in [2, 16, 8, 8] on axis 2\n"
+            "  C = X.max_pool2d(3, dilation=4611686018427387904)\n"
+            "        ^~~~~~~~~~\n");
+}
+
+TEST(SpecErrors, NoneBeyondTheAxes) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(M, N, None)\n}\n"),
+            "t.kiln:4:9: error: reshape: expected None at one of the 2 axes of [M, N], got it at 2\n"
+            "  C = A.reshape(M, N, None)\n"
+            "        ^~~~~~~\n");
+  EXPECT_EQ(errors_of(kKernel + "  C = A.reshape(None)\n}\n"),
+            "t.kiln:4:17: error: wrong type for argument 'shape' of 'reshape' (expected a tuple of sizes, got None)\n"
+            "  C = A.reshape(None)\n"
+            "                ^~~~\n");
+}
+
+TEST(SpecErrors, DivRoundingMode) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A.div(2, rounding_mode=\"round\")\n}\n"),
+            "t.kiln:4:9: error: div: expected rounding_mode \"trunc\" or \"floor\", got \"round\"\n"
+            "  C = A.div(2, rounding_mode=\"round\")\n"
+            "        ^~~\n");
+}
+
+TEST(SpecErrors, TwoEllipses) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[..., 0, ...]\n}\n"),
+            "t.kiln:4:8: error: index: expected at most one ..., got 2\n"
+            "  C = A[..., 0, ...]\n"
+            "       ^\n");
+}
+
+TEST(SpecErrors, EllipsisOutsideAnIndex) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A + ...\n}\n"),
+            "t.kiln:4:11: error: syntax error in expression (expected an expression, got '..')\n"
+            "  C = A + ...\n"
+            "          ^~\n");
+}
+
+TEST(SpecErrors, NoneIndexTooMany) {
+  EXPECT_EQ(errors_of(kKernel + "  C = A[None, 0, 0, 0]\n}\n"),
+            "t.kiln:4:8: error: index: expected at most 2 indices for shape [M, N], got 3\n"
+            "  C = A[None, 0, 0, 0]\n"
+            "       ^\n");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -179,9 +180,9 @@ TEST(SpecLowerErrors, UnknownOp) {
 }
 
 TEST(SpecLowerErrors, WrongArity) {
-  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.softmax(1)")),
-            "t.kiln:4:9: error: wrong number of arguments to 'softmax' (expected 1, got 2)\n"
-            "  C = A.softmax(1)\n"
+  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.softmax(1, 2)")),
+            "t.kiln:4:9: error: wrong number of arguments to 'softmax' (expected 1 to 2, got 3)\n"
+            "  C = A.softmax(1, 2)\n"
             "        ^~~~~~~\n");
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = where(A > 0, A)")),
             "t.kiln:4:7: error: wrong number of arguments to 'where' (expected 3, got 2)\n"
@@ -201,14 +202,19 @@ TEST(SpecLowerErrors, UnknownKeyword) {
 }
 
 TEST(SpecLowerErrors, MissingKeyword) {
+  // a required argument is positional or keyword, as in tinygrad: missing, the count is wrong
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.cast()")),
-            "t.kiln:4:9: error: missing keyword 'dtype' for 'cast'\n"
+            "t.kiln:4:9: error: wrong number of arguments to 'cast' (expected 2, got 1)\n"
             "  C = A.cast()\n"
             "        ^~~~\n");
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = flip(A)")),
-            "t.kiln:4:7: error: missing keyword 'axis' for 'flip'\n"
+            "t.kiln:4:7: error: wrong number of arguments to 'flip' (expected at least 2, got 1)\n"
             "  C = flip(A)\n"
             "      ^~~~\n");
+  EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = where(A > 0, y=A)")),
+            "t.kiln:4:7: error: missing argument 'x' for 'where'\n"
+            "  C = where(A > 0, y=A)\n"
+            "      ^~~~~\n");
 }
 
 TEST(SpecLowerErrors, ArgumentType) {
@@ -285,6 +291,95 @@ TEST(SpecLowerErrors, FirstErrorPerKernel) {
 
 TEST(SpecLowerDims, DimsAsSizesAndScalars) {
   EXPECT_EQ(errors_of(kernel("C: f32[M, N]", "C = A.reshape((M * N, 1)).reshape((M, N)) * M + B.transpose()")), "");
+}
+
+// tinygrad's call forms lower to exactly the graph of the Tensor API call they spell: positional
+// or keyword arguments, separate values or one tuple or list.
+TEST(SpecLowerForms, SameGraphAsTheTensorApi) {
+  Context ctx;
+  auto value = [&](const std::string& expr, const std::string& out) -> const UOp* {
+    std::string text =
+        "kernel k(A: f32[4, 6], I: i32[4, 6], X: f32[2, 16, 8, 8], W: f32[16, 16, 3, 3], b: f32[16]) -> "
+        "(y: " +
+        out + ") {\n  y = " + expr + "\n}\n";
+    SourceFile file("t.kiln", text);
+    ParseResult parsed = parse_spec(file);
+    LowerResult r = lower_spec(ctx, parsed.spec, file);
+    EXPECT_EQ(render(parsed.diagnostics) + render(r.diagnostics), "") << expr;
+    return r.ok() && !r.kernels.empty() ? r.kernels[0].outputs[0].uop() : nullptr;
+  };
+  // the inputs the kernels above declare, in this Context: the same nodes, so equal graphs are equal pointers
+  auto param = [&](const char* name, int32_t slot, DType d, std::vector<kiln::Dim> dims) {
+    Tensor t = Tensor::input(ctx, name, d, dims);
+    return Tensor(&ctx, ctx.make(Op::PARAM, t.dtype(), {t.uop()->src(0)}, ParamArg{slot, -1, ctx.intern(name)}));
+  };
+  Tensor a = param("A", 0, dtypes::float32, {4, 6}), i = param("I", 1, dtypes::int32, {4, 6});
+  Tensor x = param("X", 2, dtypes::float32, {2, 16, 8, 8}), w = param("W", 3, dtypes::float32, {16, 16, 3, 3});
+  Tensor b = param("b", 4, dtypes::float32, {16});
+  struct Case {
+    std::string expr, out;
+    Tensor want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"conv2d(X, W, stride=2) + b.reshape(1, 16, 1, 1)", "f32[2, 16, 3, 3]",
+            x.conv2d(w, nullptr, 1, {2, 2}) + b.reshape({1, 16, 1, 1})},
+           {"X.conv2d(weight=W, padding=(1, 1, 0, 2))", "f32[2, 16, 8, 8]",
+            x.conv2d(w, nullptr, 1, {1}, {1}, {1, 1, 0, 2})},
+           {"A.reshape(1, 24)", "f32[1, 24]", a.reshape({1, 24})},
+           {"A.reshape((1, 24))", "f32[1, 24]", a.reshape({1, 24})},
+           {"A.reshape([1, 24])", "f32[1, 24]", a.reshape({1, 24})},
+           {"A.reshape(shape=(24,))", "f32[24]", a.reshape({24})},
+           {"A.reshape(-1, 12)", "f32[2, 12]", a.reshape({2, 12})},
+           {"A.reshape(None, 2, 3)", "f32[4, 2, 3]", a.reshape({4, 2, 3})},
+           {"A.expand(2, None, None)", "f32[2, 4, 6]", a.expand({2, 4, 6})},
+           {"A.shrink((None, (1, 3)))", "f32[4, 2]", a.shrink({{0, 4}, {1, 3}})},
+           {"A.pad((None, (1, 1)), value=2)", "f32[4, 8]", a.pad_value({{0, 0}, {1, 1}}, 2)},
+           {"A.reshape(4, 1, 6).flatten(1)", "f32[4, 6]", a.reshape({4, 1, 6}).reshape({4, 6})},
+           {"A.permute(1, 0)", "f32[6, 4]", a.permute({1, 0})},
+           {"A.permute(order=[1, 0])", "f32[6, 4]", a.permute({1, 0})},
+           {"A.transpose()", "f32[6, 4]", a.transpose(1, 0)},
+           {"A.T @ A", "f32[6, 6]", a.transpose(1, 0).matmul(a)},
+           {"A.expand(2, 4, -1)", "f32[2, 4, 6]", a.expand({2, 4, 6})},
+           {"A.flip(0)", "f32[4, 6]", a.flip({0})},
+           {"A.flip(0, 1)", "f32[4, 6]", a.flip({0, 1})},
+           {"A.flip((0, 1))", "f32[4, 6]", a.flip({0, 1})},
+           {"A.sum(1)", "f32[4]", a.sum({1})},
+           {"A.sum(1, true)", "f32[4, 1]", a.sum({1}, true)},
+           {"A.max((0, 1))", "f32[]", a.max({0, 1})},
+           {"A.softmax(0)", "f32[4, 6]", a.softmax(0)},
+           {"cat(A, A, dim=1)", "f32[4, 12]", Tensor::cat({a, a}, 1)},
+           {"A.cat(A)", "f32[8, 6]", Tensor::cat({a, a}, 0)},
+           {"A.pad((1, 2))", "f32[4, 9]", a.pad_value({{0, 0}, {1, 2}}, 0)},
+           {"A.pad(((1, 0), (2, 3)), mode=\"reflect\")", "f32[5, 11]", a.pad_mode({{1, 0}, {2, 3}}, "reflect")},
+           {"A.pad((1, 1), \"circular\")", "f32[4, 8]", a.pad_mode({{0, 0}, {1, 1}}, "circular")},
+           {"A.pad(((0, -1), (2, 0)), value=1.5)", "f32[3, 8]", a.pad_value({{0, -1}, {2, 0}}, 1.5)},
+           {"A[1:3, ::-2]", "f32[2, 3]", a.getitem({Slice{1, 3}, Slice{std::nullopt, std::nullopt, -2}})},
+           {"A[-1]", "f32[6]", a.getitem({-1})},
+           {"A[:, 2]", "f32[4]", a.getitem({Slice{}, 2})},
+           {"A[:, None, 1:]", "f32[4, 1, 5]", a.getitem({Slice{}, std::nullopt, Slice{1, std::nullopt}})},
+           {"X[..., 0]", "f32[2, 16, 8]", x.getitem({Ellipsis{}, 0})},
+           {"X[1, ..., 2:, None]", "f32[16, 8, 6, 1]",
+            x.getitem({1, Ellipsis{}, Slice{2, std::nullopt}, std::nullopt})},
+           {"A.sum(axis=None)", "f32[]", a.sum()},
+           {"A.argmax(None, true)", "i32[]", a.argmax()},
+           {"conv2d(X, W, None, 1, 2)", "f32[2, 16, 3, 3]", x.conv2d(w, nullptr, 1, {2})},
+           {"div(I, 3, rounding_mode=\"floor\")", "i32[4, 6]", i.div(i.lift(3), "floor")},
+           {"A.div(2, \"trunc\")", "f32[4, 6]", a.div(a.lift(2), "trunc")},
+           {"A.div(2, rounding_mode=None)", "f32[4, 6]", a / 2},
+           {"I & 3 | I >> 1 ^ ~I", "i32[4, 6]", (i & 3) | ((i >> 1) ^ ~i)},
+           {"I << 2 < I", "bool[4, 6]", (i << 2) < i},
+           {"bitwise_xor(I, lshift(I, 1))", "i32[4, 6]", i ^ (i << 1)},
+           {"A.argmin(1)", "i32[4]", a.argmin(1)},
+           {"argmin(A)", "i32[]", a.argmin()},
+           {"gelu(A, approximate=\"none\")", "f32[4, 6]", a.gelu("none")},
+           {"A.gelu('none')", "f32[4, 6]", a.gelu("none")},
+           {"X.max_pool2d(3, 2, 2, 1, true)", "f32[2, 16, 4, 4]", x.max_pool2d({3}, {2}, {1}, {2}, true)},
+           {"X.avg_pool2d(kernel_size=(2, 3), padding=(1, 0, 1, 1), count_include_pad=false)", "f32[2, 16, 5, 3]",
+            x.avg_pool2d({2, 3}, {}, {1, 0, 1, 1}, {1}, false, false)},
+       }) {
+    const UOp* got = value(c.expr, c.out);
+    EXPECT_EQ(got, c.want.uop()) << c.expr;
+  }
 }
 
 }  // namespace

@@ -218,14 +218,16 @@ TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
     EXPECT_EQ(pq[100 + i], x[i] * 2.0f);
   }
 
-  // huge's x and y may be 2^65 bytes: counted saturating, the same answers
-  std::vector<double> h(3 * 64 * 2, 1.0);
-  expect_status(kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 64}), kiln::TensorView(h.data() + 191, {3, 64})),
-                StatusCode::InvalidArgument, "huge: argument y: output overlaps input x" + why);
-  EXPECT_EQ(h, std::vector<double>(3 * 64 * 2, 1.0));
-  ASSERT_TRUE(kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 64}), kiln::TensorView(h.data() + 192, {3, 64})).ok());
-  EXPECT_EQ(h[192], 2.0);
-  EXPECT_EQ(h[383], 2.0);
+  // huge's x and y may be 2^66 bytes: counted saturating, the same answers
+  std::vector<double> h(3 * 1024 * 2, 1.0);
+  expect_status(
+      kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 1024}), kiln::TensorView(h.data() + 3071, {3, 1024})),
+      StatusCode::InvalidArgument, "huge: argument y: output overlaps input x" + why);
+  EXPECT_EQ(h, std::vector<double>(3 * 1024 * 2, 1.0));
+  ASSERT_TRUE(
+      kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 1024}), kiln::TensorView(h.data() + 3072, {3, 1024})).ok());
+  EXPECT_EQ(h[3072], 2.0);
+  EXPECT_EQ(h[6143], 2.0);
 
   // one input twice is fine: a @ a
   std::vector<float> c(64, kNaN);
@@ -238,21 +240,22 @@ TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
     }
 }
 
-// wide's workspace is R x 1024 floats with R up to 2^56: from R = 2^51 on, more bytes than an
-// int64_t counts. The size says so (SIZE_MAX) and a call is refused before anything runs.
+// wide's workspace is R x 1024 floats with R up to 2^53 - 1 (so every element count fits an
+// int64_t, as check demands): from R = 2^51 on, more bytes than an int64_t counts. The size says
+// so (SIZE_MAX) and a call is refused before anything runs.
 TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
-  const int64_t big = int64_t(1) << 51;
+  const int64_t big = int64_t(1) << 51, r_max = (int64_t(1) << 53) - 1;
   EXPECT_EQ(kiln_gen_test::wide_workspace_size(3), 3u * 4096u);
   if (sizeof(std::size_t) == 8) {
     EXPECT_EQ(kiln_gen_test::wide_workspace_size(big - 1), std::size_t(big - 1) * 4096u);
   }
-  for (int64_t r : {big, big + 1, int64_t(1) << 56}) EXPECT_EQ(kiln_gen_test::wide_workspace_size(r), SIZE_MAX) << r;
-  EXPECT_EQ(kiln_gen_test::wide_workspace_size((int64_t(1) << 56) + 1), 0u);  // outside the declared range
+  for (int64_t r : {big, big + 1, r_max}) EXPECT_EQ(kiln_gen_test::wide_workspace_size(r), SIZE_MAX) << r;
+  EXPECT_EQ(kiln_gen_test::wide_workspace_size(r_max + 1), 0u);  // outside the declared range
 
   std::vector<float> w = random_floats(1024, 21), v = random_floats(1024, 22);
   kiln::TensorView vw(w.data(), {1, 1024}), vv(v.data(), {1024, 1});
   // x and y are never read or written: far apart addresses no allocation could have
-  for (int64_t r : {big + 1, int64_t(1) << 56}) {
+  for (int64_t r : {big + 1, r_max}) {
     kiln::TensorView vx(reinterpret_cast<float*>(uintptr_t(1) << 58), {r, 1}),
         vy(reinterpret_cast<float*>(uintptr_t(1) << 59), {r, 1});
     kiln::Context ctx(2);

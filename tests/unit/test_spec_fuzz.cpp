@@ -286,8 +286,8 @@ class SpecGrammar {
       d.buckets = buckets;
       dims_.push_back(d);
     }
-    // u64 waits for issue 19's item 4 (negative literals and minimum's ~x out of the verifier's range)
-    dtype_ = one_of<std::string>({"f32", "f32", "f32", "f32", "f32", "f16", "bf16", "i32", "i32", "u8", "i16", "i8"});
+    dtype_ =
+        one_of<std::string>({"f32", "f32", "f32", "f32", "f32", "f16", "bf16", "i32", "i32", "u8", "i16", "i8", "u64"});
     is_int_ = dtype_[0] != 'f' && dtype_[0] != 'b';
     body_.clear();
     params_.clear();
@@ -529,7 +529,7 @@ class SpecGrammar {
     std::string x = input("x0", s, dtype_), e;
     if (rank == 2 || coin(2)) {
       std::swap(t[size_t(rank) - 2], t[size_t(rank) - 1]);
-      e = "(" + x + ").transpose()";
+      e = "(" + x + ").transpose(-2, -1)";  // tinygrad's default, (1, 0), differs at rank 3
     } else {
       t = {s[2], s[0], s[1]};
       e = "(" + x + ").permute((2, 0, 1))";

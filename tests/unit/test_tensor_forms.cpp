@@ -437,7 +437,7 @@ TEST_F(TensorTest, HugeArgumentsAreCheckedNotTruncated) {
             "pool: expected a kernel of extent over 2^63 to fit in [1, 1, 8, 8] on axis 2");
   EXPECT_EQ(error_of([&] { x.conv2d(w, nullptr, 1, {1}, {1}, {int64_t(1) << 62}); }),
             "pad: expected a shape of at most 9223372036854775807 elements, got [1, 1, "
-            "4611686018427387904+4611686018427387912, 4611686018427387904+4611686018427387912]");
+            "4611686018427387912+4611686018427387904, 4611686018427387912+4611686018427387904]");
   EXPECT_EQ(error_of([&] { in("v", {4}).expand(int64_t(1) << 62, 4); }),
             "expand: expected a shape of at most 9223372036854775807 elements, got [4611686018427387904, 4]");
   EXPECT_EQ(error_of([&] {

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -60,7 +61,10 @@ class Checker {
  private:
   std::vector<Diagnostic> diags_;
   std::map<std::string, const Dim*> dims_;
-  std::map<std::string, bool> dim_valid_;  // a dim with a bad range gives no size to compute with
+  std::map<std::string, bool> dim_valid_;   // a dim with a bad range gives no size to compute with
+  std::set<std::string> bound_dims_;        // of the kernel being checked
+  std::set<std::string> unbound_reported_;  // a dim in no shape: reported at its first use only
+  std::string kernel_name_;
 
   void report(Loc loc, size_t length, std::string message, std::string expected = {}, std::string got = {}) {
     diags_.push_back(diagnostic(loc, length, std::move(message), std::move(expected), std::move(got)));
@@ -166,6 +170,14 @@ class Checker {
   }
 
   void check_kernel(const Kernel& k) {
+    // a call gives a dim only through an argument's shape: a dim the body names must be one of them
+    bound_dims_.clear();
+    unbound_reported_.clear();
+    kernel_name_ = k.name;
+    for (const std::vector<Param>* ps : {&k.params, &k.outputs})
+      for (const Param& p : *ps)
+        for (const ShapeItem& it : p.shape)
+          if (!it.is_literal) bound_dims_.insert(it.dim);
     std::map<std::string, NameInfo> names;
     for (const auto& [name, dim] : dims_) names[name] = NameInfo{NameKind::Dim, dim->loc.line};
     for (const Param& p : k.params) check_param(p, NameKind::Input, names);
@@ -219,6 +231,11 @@ class Checker {
           it == names.end() || it->second.kind == NameKind::Output || it->second.kind == NameKind::Local;
       // Dtype names are values too, for casts: `x.cast(dtype=f16)`; so is None.
       bool builtin = it == names.end() && (spec_dtype(e.name) || e.name == "None" || e.name == "...");
+      if (it != names.end() && it->second.kind == NameKind::Dim && !bound_dims_.count(e.name) &&
+          unbound_reported_.insert(e.name).second)
+        report(e.loc, e.name.size(),
+               "dim '" + e.name + "' is in no argument's shape of kernel '" + kernel_name_ +
+                   "', so no call can give its value (declare an input or output with it)");
       if (!needs_assignment || builtin || assigned.count(e.name)) return;
       if (auto later = first_assignment.find(e.name); later != first_assignment.end()) {
         report(e.loc, e.name.size(),

@@ -36,6 +36,23 @@ TEST(SpecErrors, BadCharacter) {
             "        ^\n");
 }
 
+// check and gen agree: a dim the body names but no argument's shape carries has no value at a
+// call (gen refused it; check passed it)
+TEST(SpecErrors, DimInNoArgumentsShape) {
+  EXPECT_EQ(errors_of("dim M in 1..64\n"
+                      "dim N in 1..8\n"
+                      "kernel k(A: f32[M]) -> (C: f32[M]) {\n"
+                      "  C = A * N + N\n"
+                      "}\n"
+                      "kernel j(A: f32[N]) -> (C: f32[N]) {\n"
+                      "  C = A * N\n"
+                      "}\n"),
+            "t.kiln:4:11: error: dim 'N' is in no argument's shape of kernel 'k', so no call can give its value "
+            "(declare an input or output with it)\n"
+            "  C = A * N + N\n"
+            "          ^\n");
+}
+
 TEST(SpecErrors, BadCharacterNonPrintable) {
   EXPECT_EQ(errors_of("dim M in 1..64\n"
                       "kernel k(A: f32[M], B: f32[M]) -> (C: f32[M]) {\n"

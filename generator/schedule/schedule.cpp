@@ -15,6 +15,26 @@ namespace kiln::schedule {
 
 namespace {
 
+// The scheduler recurses once per nested op. Its cap is checked before it starts, from the graph's
+// longest path (which bounds that recursion), so no exception is thrown from 20000 frames down:
+// unwinding that much stack is more than the sanitizers can follow.
+constexpr int kMaxDepth = 20000;
+
+std::string too_deep() {
+  return "the tensor program is too deep to schedule (more than " + std::to_string(kMaxDepth) + " nested ops)";
+}
+
+void check_depth(std::span<const Tensor> outputs) {
+  std::unordered_map<const UOp*, int> depth;
+  for (const Tensor& t : outputs)
+    for (const UOp* u : toposort(t.uop())) {  // sources first
+      int d = 1;
+      for (const UOp* s : u->src()) d = std::max(d, depth.at(s) + 1);
+      if (d > kMaxDepth) throw ShapeError(too_deep());
+      depth.emplace(u, d);
+    }
+}
+
 // A position in a tensor: one weakint index per axis, and whether the position is inside the
 // tensor at all (false in the padding a PAD added). Interned as one STACK so it can key memos.
 struct Index {
@@ -240,7 +260,7 @@ class Scheduler {
   // The value of tensor node u at position `at`, inside the current kernel. `base` is the node
   // a realization would make a buffer of if u's subtree cannot be computed here.
   const UOp* inline_node(const UOp* u, const Index& at, const UOp* base, int depth) {
-    if (depth > 20000) throw ShapeError("the tensor program is too deep to schedule (more than 20000 nested ops)");
+    if (depth > kMaxDepth) throw ShapeError(too_deep());  // check_depth refuses such programs first
     const UOp* key = key_of(at);
     auto memo_key = std::make_pair(u, key);
     if (auto it = memo_.find(memo_key); it != memo_.end()) return it->second;
@@ -492,6 +512,7 @@ class Scheduler {
 Schedule schedule(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::string_view name,
                   std::span<const std::string> output_names) {
   if (outputs.empty()) throw ShapeError("schedule: expected at least one output");
+  check_depth(outputs);
   ShapeCache shapes;
   std::vector<Tensor> split = split_total_reductions(outputs, shapes);  // so the cores can share them
   Scheduler s(inputs, split, name, shapes);

@@ -176,7 +176,11 @@ deep_check() {  # name, subcommand, expected exit code, expected first line of s
   [[ "$2" == codegen ]] && out=(-o /dev/null)
   "$kiln" "$2" "$tmp/$1.kiln" "${out[@]}" >/dev/null 2>"$tmp/err"
   check "deep $1 $2 exit code" "$3" "$?"
-  check "deep $1 $2 message" "$4" "$(head -n 1 "$tmp/err" | sed "s|^$tmp/||")"
+  # under ASan an exception thrown this deep (a 170 MB stack) also prints a warning that it cannot
+  # unpoison so much stack (google/sanitizers#189): not kiln's output
+  check "deep $1 $2 message" "$4" "$(grep -v -e '^==[0-9]*==WARNING: ASan is ignoring requested __asan_handle_no_return' \
+    -e '^False positive error reports may follow' -e '^For details see .*sanitizers/issues/189' "$tmp/err" |
+    head -n 1 | sed "s|^$tmp/||")"
 }
 chain='lambda n: "\n".join(["  t0 = x"] + [f"  t{i} = t{i-1} + x" for i in range(1, n + 1)] + [f"  y = t{n}"])'
 deep methods '"  y = x" + ".exp()" * 5000'

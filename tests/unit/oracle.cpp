@@ -11,7 +11,9 @@ namespace kiln::oracle {
 
 std::vector<double> Array::doubles() const {
   std::vector<double> r;
-  for (const ConstValue& v : values) r.push_back(v.as_double());
+  // a uint64 from 2^63 up is carried as a negative int64: its double is of the unsigned reading
+  for (const ConstValue& v : values)
+    r.push_back(v.kind == ConstValue::Kind::Int ? double(exact_value(dtype, v.i)) : v.as_double());
   return r;
 }
 
@@ -210,6 +212,9 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
   }
   if (!is_alu(u->op) && u->op != Op::CAST) throw OracleError("no semantics for " + std::string(op_name(u->op)));
   DType ed = eval_dtype(u->dtype);
+  // a comparison's or a cast's operands are read at their own dtype (a uint64 unsigned)
+  DType od = operand_dtype(u);
+  if (od != dtypes::void_) od = eval_dtype(od);
   Array out{in[0]->shape, u->dtype, {}};
   std::vector<ConstValue> args(in.size());
   for (size_t e = 0; e < in[0]->values.size(); ++e) {
@@ -217,7 +222,7 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
       if (in[k]->shape != out.shape) throw OracleError("operand shapes differ");
       args[k] = in[k]->values[e];
     }
-    auto r = exec_alu(u->op, ed, args);
+    auto r = exec_alu(u->op, ed, args, od);
     if (!r) {
       if (!is_float(ed)) throw OracleError("undefined " + std::string(op_name(u->op)) + " on integers");
       r = ConstValue::of_float(NAN);

@@ -195,6 +195,14 @@ TEST(SpecRegressions, NarrowIntegersTakeTheirLiteralsAtTheirWidth) {
   }
 }
 
+TEST(SpecRegressions, NegativeLiteralsOnU64AreItsLargestValue) {
+  // -1 next to a uint64 is 2^64 - 1, as C's conversion and tinygrad's make it: out of no range
+  expect_runs(
+      "dim M in 1..64\nkernel k(x: u64[M]) -> (a: u64[M], b: u64[M], c: bool[M], d: bool[M]) {\n"
+      "  a = maximum(x, -1)\n  b = idiv(x, -1)\n  c = x < -1\n  d = -1 < x\n}\n",
+      {at({{"M", 1}}), at({{"M", 64}})});
+}
+
 TEST(SpecRegressions, ADimInFloatMathTakesTheFloatWidth) {
   // 0.5 * N is weak float math on a dim: the concrete cast over it says its width (commit weak)
   expect_runs(

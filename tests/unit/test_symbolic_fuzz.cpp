@@ -83,6 +83,22 @@ struct Var {
 };
 using Point = std::vector<int64_t>;  // a value per Var, in order
 
+// `nrandom` points drawn by `sample`, then every corner of the variables' box
+template <class Sample> std::vector<Point> box_points(const std::vector<Var>& vars, int nrandom, Sample sample) {
+  std::vector<Point> out;
+  for (int k = 0; k < nrandom; ++k) {
+    Point p;
+    for (const Var& v : vars) p.push_back(sample(v));
+    out.push_back(p);
+  }
+  for (uint32_t corner = 0; corner < (1u << vars.size()); ++corner) {
+    Point p;
+    for (size_t i = 0; i < vars.size(); ++i) p.push_back(corner >> i & 1 ? vars[i].hi : vars[i].lo);
+    out.push_back(p);
+  }
+  return out;
+}
+
 // A graph flattened once (toposort), evaluated at many points. Undefined values (division by
 // zero, weakint overflow) are nullopt and make their users undefined.
 class Program {
@@ -313,18 +329,7 @@ class ExprGen {
 
   // random points, then every corner of the box (at most 16)
   std::vector<Point> points(int nrandom) {
-    std::vector<Point> out;
-    for (int k = 0; k < nrandom; ++k) {
-      Point p;
-      for (const Var& v : vars_) p.push_back(sample(v));
-      out.push_back(p);
-    }
-    for (uint32_t corner = 0; corner < (1u << vars_.size()); ++corner) {
-      Point p;
-      for (size_t i = 0; i < vars_.size(); ++i) p.push_back(corner >> i & 1 ? vars_[i].hi : vars_[i].lo);
-      out.push_back(p);
-    }
-    return out;
+    return box_points(vars_, nrandom, [this](const Var& v) { return sample(v); });
   }
 
  private:
@@ -470,18 +475,7 @@ class WideExprGen {
 
   // random points (many near the ends of each range and at the carriers' edges), then the corners
   std::vector<Point> points(int nrandom) {
-    std::vector<Point> out;
-    for (int k = 0; k < nrandom; ++k) {
-      Point p;
-      for (const Var& v : vars_) p.push_back(sample(v));
-      out.push_back(p);
-    }
-    for (uint32_t corner = 0; corner < (1u << vars_.size()); ++corner) {
-      Point p;
-      for (size_t i = 0; i < vars_.size(); ++i) p.push_back(corner >> i & 1 ? vars_[i].hi : vars_[i].lo);
-      out.push_back(p);
-    }
-    return out;
+    return box_points(vars_, nrandom, [this](const Var& v) { return sample(v); });
   }
 
  private:

@@ -1,6 +1,7 @@
 // Syntactic divisibility facts about index expressions: what integer is known to divide a node,
 // and the quotient when the division is exact by construction. These never look at value
 // ranges; they only read the shape of the expression (consts, sums, products, var multiples).
+#include "generator/ir/int_math.h"
 #include "generator/ir/uop.h"
 
 #include <cmath>
@@ -8,7 +9,7 @@
 
 namespace kiln {
 
-static int64_t abs_gcd(int64_t a, int64_t b) { return std::gcd(a, b); }  // std::gcd is always >= 0
+static int64_t abs_gcd(int64_t a, int64_t b) { return safe_gcd(a, b); }
 
 // Python's floor semantics: the remainder has the divisor's sign.
 static int64_t floor_div(int64_t a, int64_t b) {

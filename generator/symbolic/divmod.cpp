@@ -2,6 +2,7 @@
 // nested div/mod, congruence of the numerator modulo the divisor, common factors and remainders.
 // Every rule keeps the value wherever the original is defined; a divisor that is the constant 0
 // is left alone, and symbolic divisors are only divided by exact common factors.
+#include "generator/ir/int_math.h"
 #include "generator/symbolic/symbolic.h"
 
 #include <algorithm>
@@ -155,7 +156,7 @@ const UOp* fold_congruence(const ConstDivisor& k, const std::vector<const UOp*>&
 // g = gcd(factors, c) > 1: (g*X + cst) // (g*C) -> (X + (cst//g)%C) // C + cst//c
 const UOp* fold_common_factor(const ConstDivisor& k, const std::vector<int64_t>& factors) {
   int64_t g = k.c;
-  for (int64_t f : factors) g = std::gcd(g, f);
+  for (int64_t f : factors) g = safe_gcd(g, f);
   if (g <= 1) return nullptr;
   const UOp* xq = k.x_peeled->divides(g);
   if (xq == nullptr) return nullptr;
@@ -308,7 +309,7 @@ const UOp* gcd(std::span<const UOp* const> terms) {
   int64_t g = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
     auto [t, f] = decompose(terms[i]);
-    g = std::gcd(g, f);
+    g = safe_gcd(g, f);
     std::vector<std::pair<const UOp*, int64_t>> here;
     for (const UOp* p : t->split(Op::MUL)) {
       auto it = std::find_if(here.begin(), here.end(), [&](const auto& e) { return e.first == p; });

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "generator/ir/int_math.h"
 #include "generator/symbolic/symbolic.h"
 
 namespace kiln {
@@ -54,7 +55,7 @@ const UOp* lt_folding(const UOp* x, int64_t c) {
   for (const UOp* u : np)
     if (u->op == Op::DEFINE_VAR) return nullptr;
   int64_t d = c;
-  for (const UOp* u : np) d = std::gcd(d, u->const_factor());
+  for (const UOp* u : np) d = safe_gcd(d, u->const_factor());
   if (d <= 1) return nullptr;
   int64_t lo = 0, hi = 0;
   for (const UOp* u : p)

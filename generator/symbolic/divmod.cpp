@@ -107,7 +107,7 @@ const UOp* fold_congruence(const ConstDivisor& k, const std::vector<const UOp*>&
   std::vector<int> nchoice(n);
   for (size_t i = 0; i < n; ++i) {
     int64_t r = floor_mod(factors[i], c);
-    if (2 * r == c || n == 1) {
+    if (r == c - r || n == 1) {  // not 2 * r: r may be past half of int64
       choices[i] = {r, r - c};
       nchoice[i] = 2;
     } else {

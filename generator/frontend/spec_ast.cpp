@@ -1,5 +1,9 @@
 #include "generator/frontend/spec_ast.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace kiln::frontend {
 
 const char* spelling(BinOp op) {
@@ -124,6 +128,39 @@ std::string to_string(const Spec& s) {
     out += ")\n";
   }
   return out;
+}
+
+// The depth of an expression tree (a leaf is 1), walked with an explicit stack: the tree may be
+// as deep as the text is long.
+int expr_depth(const Expr& root) {
+  int depth = 0;
+  std::vector<std::pair<const Expr*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [e, d] = stack.back();
+    stack.pop_back();
+    depth = std::max(depth, d);
+    if (e->receiver) stack.push_back({e->receiver.get(), d + 1});
+    for (const ExprPtr& o : e->operands)
+      if (o) stack.push_back({o.get(), d + 1});
+    for (const Kwarg& k : e->kwargs)
+      if (k.value) stack.push_back({k.value.get(), d + 1});
+  }
+  return depth;
+}
+
+// Frees a tree of any depth without recursing (its destructor would recurse on the depth).
+void dismantle(ExprPtr e) {
+  std::vector<ExprPtr> stack;
+  stack.push_back(std::move(e));
+  while (!stack.empty()) {
+    ExprPtr x = std::move(stack.back());
+    stack.pop_back();
+    if (x->receiver) stack.push_back(std::move(x->receiver));
+    for (ExprPtr& o : x->operands)
+      if (o) stack.push_back(std::move(o));
+    for (Kwarg& k : x->kwargs)
+      if (k.value) stack.push_back(std::move(k.value));
+  }
 }
 
 }  // namespace kiln::frontend

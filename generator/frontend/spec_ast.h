@@ -100,4 +100,9 @@ struct Spec {
 std::string to_string(const Expr& e);
 std::string to_string(const Spec& s);
 
+// The depth of an expression tree (a leaf is 1), and freeing one, both with an explicit stack:
+// a tree may be as deep as its text is long, and a recursive walk or destructor would overflow.
+int expr_depth(const Expr& root);
+void dismantle(ExprPtr e);
+
 }  // namespace kiln::frontend

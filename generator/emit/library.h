@@ -25,21 +25,12 @@
 #include <string>
 #include <vector>
 
+#include "generator/target/target.h"
+
 namespace kiln::emit {
 
-// A target: where its kernels run and how their C is compiled.
-struct Target {
-  std::string name;                // as `--target` spells it: "cpu", "x86_64-avx2", "x86_64-avx512"
-  std::string symbol;              // in file and function names: "cpu", "x86_64_avx2", ...
-  std::string features;            // the runtime's CPU feature bits it needs ("0", "KILN_CPU_X86_AVX2")
-  uint32_t feature_bits = 0;       // the same bits as a value (kiln/kernel_abi.h)
-  std::string arch_guard;          // a preprocessor condition for the architectures it exists on ("" = all)
-  std::vector<std::string> flags;  // the compile flags of its C file (GCC and Clang spelling)
-};
-
-// The targets kiln knows, best first within an architecture.
-const std::vector<Target>& targets();
-const Target* find_target(const std::string& name);
+// The targets (generator/target/target.h): where kernels run and what kiln writes for them.
+using Target = target::Target;
 
 // Which of the library's files a run writes.
 enum class Emit {

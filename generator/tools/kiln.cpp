@@ -312,7 +312,7 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
 void split_targets(kiln::emit::GenOptions& o) {
   for (size_t i = 0; i < o.targets.size(); ++i) {
     const std::string& t = o.targets[i];
-    if (kiln::emit::find_target(t) || t.find_first_of("./") == std::string::npos) continue;
+    if (kiln::target::find(t) || t.find_first_of("./") == std::string::npos) continue;
     o.specs.insert(o.specs.begin(), o.targets.begin() + std::ptrdiff_t(i), o.targets.end());
     o.targets.resize(i);
     return;
@@ -423,16 +423,17 @@ static int run(int argc, char** argv) {
   std::string gen_out;
   gen->add_option("--name", gen_opts.name, "the library: a C identifier, its namespace and file prefix")->required();
   gen->add_option("--out", gen_out, "the directory to write into (created if missing)")->required();
-  gen->add_option("--target", gen_opts.targets, "cpu, x86_64-avx2, x86_64-avx512 (repeat or list)")->required();
+  gen->add_option("--target", gen_opts.targets, kiln::target::known_names() + " (repeat or list; see kiln targets)")
+      ->required();
   gen->add_option("specs", gen_opts.specs, "spec files")->required();
   std::string emit = "all";
   gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")
       ->check(CLI::IsMember({"all", "spec", "kernels", "library"}));
   gen->footer(
       "Writes into <out>, for each spec <part>.kiln: <name>_<part>.h (its kernels' C++ entry points, in\n"
-      "namespace <name>), <name>_<part>_dispatch.cpp, one <name>_<part>_<target>.c per target (compile\n"
-      "x86_64-avx2 with -mavx2 -mfma, x86_64-avx512 with -mavx512f -mavx512bw -mavx512dq -mavx512vl\n"
-      "-mavx2 -mfma) and <name>_<part>.manifest.json; then <name>.h (includes the part headers: what\n"
+      "namespace <name>), <name>_<part>_dispatch.cpp, one kernel file per target, <name>_<part>_<target\n"
+      "with '-' as '_'>.c for a C target (compile it with the c_flags `kiln targets --json` lists) or .o\n"
+      "for an object target, and <name>_<part>.manifest.json; then <name>.h (includes the part headers: what\n"
       "users include), <name>.manifest.json (the parts merged) and the depfile <name>.d.\n"
       "A build may split the work: --emit spec <spec> writes one spec's header, dispatch and part\n"
       "manifest (give every target); --emit kernels <spec> its kernel files for the targets given;\n"
@@ -452,6 +453,15 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember({"native", "none", "avx2", "avx512"}));
   expl->add_option("specs", ex_opts.specs, "spec files")->required();
 
+  auto* targets = app.add_subcommand("targets", "the targets kiln builds kernels for");
+  bool targets_json = false;
+  targets->add_flag("--json", targets_json, "every field of every target, as JSON (what the build rules read)");
+  targets->footer(
+      "Output: one line per target, best first within an architecture: its name (what --target and the\n"
+      "build rules' TARGETS take), architecture, what kiln writes (c: C source for your compiler; object:\n"
+      "an object file kiln compiled), vector bytes, vector registers, threads, and the CPU features the\n"
+      "runtime checks before it picks the target's variants.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -459,7 +469,11 @@ static int run(int argc, char** argv) {
     // are 100 and up)
     return app.exit(e) == 0 ? 0 : 1;
   }
-  const std::string known_targets = "cpu, x86_64-avx2 or x86_64-avx512";
+  const std::string known_targets = kiln::target::known_names();
+  if (targets->parsed()) {
+    std::cout << (targets_json ? kiln::target::table_json() : kiln::target::table_text());
+    return 0;
+  }
 
   if (gen->parsed() || expl->parsed()) {
     try {
@@ -476,7 +490,8 @@ static int run(int argc, char** argv) {
       split_targets(ex_opts);
       if (!split_commas(ex_opts.targets, "--target", known_targets) || !split_commas(ex_dims, "--dim", "DIM=VALUE"))
         return 1;
-      if (ex_opts.targets.empty()) ex_opts.targets = {"cpu", "x86_64-avx2", "x86_64-avx512"};
+      if (ex_opts.targets.empty())
+        for (const kiln::target::Target& t : kiln::target::targets()) ex_opts.targets.push_back(t.name);
       return run_explain(ex_opts, ex_kernel, ex_dims, ex_cpu);
     } catch (const kiln::InternalError& e) {
       std::cerr << "kiln: internal error: " << e.what() << "\n";

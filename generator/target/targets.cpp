@@ -1,0 +1,129 @@
+#include "generator/target/target.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace kiln::target {
+
+// KILN_CPU_X86_AVX2 and KILN_CPU_X86_AVX512 (kiln/kernel_abi.h): this file includes nothing of kiln's
+// so that a build system can compile it alone; test_targets.cpp checks the values agree.
+constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1;
+
+const std::vector<Target>& targets() {
+  static const std::vector<Target> all = [] {
+    std::vector<Target> t(3);
+    Target& avx512 = t[0];
+    avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
+    avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
+    avx512.features = "+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma";
+    avx512.vector_bytes = 64, avx512.vector_registers = 32, avx512.fma_units = 2;
+    avx512.l1d_bytes = 48 << 10, avx512.l2_bytes = 2 << 20;
+    avx512.c_flags = {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"};
+    avx512.arch_guard = "defined(__x86_64__)";
+    avx512.runtime_bits = "KILN_CPU_X86_AVX512", avx512.runtime_mask = kX86Avx512;
+    avx512.runtime_features = {"avx512f", "avx512bw", "avx512dq", "avx512vl", "avx2", "fma"};
+
+    Target& avx2 = t[1];
+    avx2.name = "x86_64-avx2", avx2.symbol = "x86_64_avx2", avx2.arch = "x86_64";
+    avx2.triple = "x86_64-unknown-linux-gnu", avx2.cpu = "haswell", avx2.features = "+avx2,+fma";
+    avx2.vector_bytes = 32, avx2.vector_registers = 16, avx2.fma_units = 2;
+    avx2.l1d_bytes = 32 << 10, avx2.l2_bytes = 256 << 10;
+    avx2.c_flags = {"-mavx2", "-mfma"};
+    avx2.arch_guard = "defined(__x86_64__)";
+    avx2.runtime_bits = "KILN_CPU_X86_AVX2", avx2.runtime_mask = kX86Avx2;
+    avx2.runtime_features = {"avx2", "fma"};
+
+    // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
+    // lowered) everywhere
+    Target& cpu = t[2];
+    cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
+    cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
+    cpu.runtime_bits = "0";
+    return t;
+  }();
+  return all;
+}
+
+const Target* find(std::string_view name) {
+  for (const Target& t : targets())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::string known_names() {
+  std::vector<std::string_view> names;
+  for (const Target& t : targets()) names.push_back(t.name);
+  std::sort(names.begin(), names.end());
+  std::string s;
+  for (std::string_view n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+namespace {
+
+std::string_view output_name(Output o) { return o == Output::Object ? "object" : "c"; }
+
+std::string join(const std::vector<std::string>& v, std::string_view sep) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : std::string(sep)) + x;
+  return s;
+}
+
+// a JSON string: the table holds printable ASCII only, so escaping quotes and backslashes suffices
+std::string quoted(std::string_view s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::string quoted_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (std::string_view x : v) s += (s.size() > 1 ? ", " : "") + quoted(x);
+  return s + "]";
+}
+
+}  // namespace
+
+std::string table_text() {
+  std::string s;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-15s %-7s %-7s %-6s %-5s %-9s %s\n", "target", "arch", "output", "vector", "regs",
+                "threads", "runtime features");
+  s += line;
+  for (const Target& t : targets()) {
+    std::string feats = t.runtime_features.empty() ? "(none)" : join(t.runtime_features, " ");
+    std::snprintf(line, sizeof line, "%-15.*s %-7.*s %-7.*s %-6d %-5d %-9s %s\n", int(t.name.size()), t.name.data(),
+                  int(t.arch.size()), t.arch.data(), int(output_name(t.output).size()), output_name(t.output).data(),
+                  t.vector_bytes, t.vector_registers, t.threads ? "yes" : "no", feats.c_str());
+    s += line;
+  }
+  return s;
+}
+
+std::string table_json() {
+  std::string s = "[\n";
+  bool first = true;
+  for (const Target& t : targets()) {
+    if (!first) s += ",\n";
+    first = false;
+    s += "  {\"name\": " + quoted(t.name) + ", \"symbol\": " + quoted(t.symbol) + ", \"arch\": " + quoted(t.arch);
+    s += ", \"triple\": " + quoted(t.triple) + ", \"cpu\": " + quoted(t.cpu) + ", \"features\": " + quoted(t.features);
+    s += ", \"vector_bytes\": " + std::to_string(t.vector_bytes);
+    s += ", \"vector_registers\": " + std::to_string(t.vector_registers);
+    s += ", \"fma_units\": " + std::to_string(t.fma_units);
+    s += ", \"l1d_bytes\": " + std::to_string(t.l1d_bytes) + ", \"l2_bytes\": " + std::to_string(t.l2_bytes);
+    s += std::string(", \"threads\": ") + (t.threads ? "true" : "false");
+    s += std::string(", \"freestanding\": ") + (t.freestanding ? "true" : "false");
+    s += ", \"output\": " + quoted(output_name(t.output));
+    s += ", \"extension\": " + quoted(t.output == Output::Object ? ".o" : ".c");
+    s += ", \"c_flags\": " + quoted_list(t.c_flags) + ", \"arch_guard\": " + quoted(t.arch_guard);
+    s += ", \"runtime_bits\": " + quoted(t.runtime_bits) + ", \"runtime_mask\": " + std::to_string(t.runtime_mask);
+    s += ", \"runtime_features\": " + quoted_list(t.runtime_features) + "}";
+  }
+  return s + "\n]\n";
+}
+
+}  // namespace kiln::target

@@ -1,0 +1,78 @@
+// The target table (generator/target/): its invariants and the JSON the build rules read.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "generator/target/target.h"
+#include "kiln/kernel_abi.h"
+
+namespace kiln::target {
+namespace {
+
+TEST(Targets, NamesAreUniqueAndSymbolsAreNamesWithUnderscores) {
+  std::set<std::string> names, symbols;
+  for (const Target& t : targets()) {
+    EXPECT_TRUE(names.insert(t.name).second) << t.name;
+    EXPECT_TRUE(symbols.insert(t.symbol).second) << t.symbol;
+    std::string s = t.name;
+    for (char& c : s)
+      if (c == '-') c = '_';
+    EXPECT_EQ(t.symbol, s);
+    EXPECT_EQ(find(t.name), &t);
+  }
+  EXPECT_EQ(find("x86_64_avx2"), nullptr);  // the symbol is not a name
+  EXPECT_EQ(find(""), nullptr);
+  EXPECT_EQ(known_names(), "cpu, x86_64-avx2, x86_64-avx512");
+}
+
+// targets.cpp includes nothing of kiln's (a build system compiles it alone), so it spells the
+// runtime's feature bits itself: they must be kernel_abi.h's
+TEST(Targets, RuntimeBitsAreTheRuntimes) {
+  EXPECT_EQ(find("x86_64-avx2")->runtime_mask, uint32_t(KILN_CPU_X86_AVX2));
+  EXPECT_EQ(find("x86_64-avx512")->runtime_mask, uint32_t(KILN_CPU_X86_AVX512));
+  EXPECT_EQ(find("cpu")->runtime_mask, 0u);
+  EXPECT_EQ(find("x86_64-avx512")->runtime_bits, "KILN_CPU_X86_AVX512");
+}
+
+TEST(Targets, PortableCIsLastAndNeedsNothing) {
+  const Target& last = targets().back();
+  EXPECT_EQ(last.name, "cpu");
+  EXPECT_EQ(last.output, Output::CSource);
+  EXPECT_TRUE(last.c_flags.empty());
+  EXPECT_TRUE(last.arch_guard.empty());
+  EXPECT_TRUE(last.runtime_features.empty());
+}
+
+TEST(Targets, JsonHasEveryTargetAndField) {
+  auto j = nlohmann::json::parse(table_json());
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), targets().size());
+  for (size_t i = 0; i < j.size(); ++i) {
+    const Target& t = targets()[i];
+    const auto& o = j[i];
+    EXPECT_EQ(o.at("name"), t.name);
+    EXPECT_EQ(o.at("symbol"), t.symbol);
+    EXPECT_EQ(o.at("triple"), t.triple);
+    EXPECT_EQ(o.at("vector_bytes"), t.vector_bytes);
+    EXPECT_EQ(o.at("l2_bytes"), t.l2_bytes);
+    EXPECT_EQ(o.at("output"), t.output == Output::Object ? "object" : "c");
+    EXPECT_EQ(o.at("extension"), t.output == Output::Object ? ".o" : ".c");
+    EXPECT_EQ(o.at("c_flags").size(), t.c_flags.size());
+    EXPECT_EQ(o.at("runtime_mask"), t.runtime_mask);
+    EXPECT_EQ(o.at("threads"), t.threads);
+    EXPECT_EQ(o.at("freestanding"), t.freestanding);
+  }
+}
+
+TEST(Targets, TextHasAHeaderAndALinePerTarget) {
+  std::string text = table_text();
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  EXPECT_EQ(lines, targets().size() + 1);
+  EXPECT_EQ(text.rfind("target ", 0), 0u);
+  for (const Target& t : targets()) EXPECT_NE(text.find("\n" + t.name + " "), std::string::npos) << t.name;
+}
+
+}  // namespace
+}  // namespace kiln::target

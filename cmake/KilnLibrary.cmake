@@ -1,11 +1,13 @@
 # kiln_add_library(<lib> SPECS <spec>... TARGETS <target>...)
 #
-# Runs `kiln gen` in the build on the specs, for the targets (cpu, x86_64-avx2, x86_64-avx512),
-# and makes <lib> a static library of the generated dispatch and kernels that carries its include
+# Runs `kiln gen` in the build on the specs, for the targets (`kiln targets` lists them), and makes <lib> a static library of the generated dispatch and kernels that carries its include
 # directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
 # spec or kiln itself changed (kiln writes a depfile); files kiln would write unchanged are left
-# alone, so nothing downstream recompiles. The x86_64-* kernel files are compiled with their ISA
-# flags; the dispatch picks them at run time only on CPUs that have the instructions.
+# alone, so nothing downstream recompiles. A C target's kernel files are compiled with the target's
+# flags, an object target's objects (made by kiln) are linked as they are; the dispatch picks a
+# target's variants at run time only on CPUs that have its features. The target names, file names
+# and flags come from kiln's one table (generator/target/), read once per configure: from the
+# installed kiln, or, in kiln's own build, from a printer of the table compiled at configure time.
 #
 # The kernel files are compiled optimized (-O3, after the build mode's own flags, so it wins) in
 # every build mode: Debug, RelWithDebInfo, MinSizeRel, no build type and multi-config generators
@@ -20,6 +22,21 @@ if(POLICY CMP0116)
   cmake_policy(SET CMP0116 NEW)  # depfile paths as the Ninja generator expects them
 endif()
 
+# The target table as JSON (`kiln targets --json`), once per configure. In kiln's own build the
+# table is there already (CMakeLists.txt sets KILN_TARGET_TABLE); an installed kiln is asked.
+function(_kiln_target_table out)
+  get_property(table GLOBAL PROPERTY KILN_TARGET_TABLE)
+  if(NOT table)
+    get_target_property(exe kiln::kiln LOCATION)
+    execute_process(COMMAND "${exe}" targets --json RESULT_VARIABLE rc OUTPUT_VARIABLE table ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "kiln_add_library: `${exe} targets --json` failed (${rc}): ${err}")
+    endif()
+    set_property(GLOBAL PROPERTY KILN_TARGET_TABLE "${table}")
+  endif()
+  set(${out} "${table}" PARENT_SCOPE)
+endfunction()
+
 function(kiln_add_library name)
   cmake_parse_arguments(PARSE_ARGV 1 KILN "" "" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
@@ -32,12 +49,35 @@ function(kiln_add_library name)
     message(FATAL_ERROR "kiln_add_library(${name}): no SPECS given")
   endif()
   if(NOT KILN_TARGETS)
-    message(FATAL_ERROR "kiln_add_library(${name}): no TARGETS given (cpu, x86_64-avx2, x86_64-avx512)")
+    message(FATAL_ERROR "kiln_add_library(${name}): no TARGETS given (`kiln targets` lists them)")
   endif()
   foreach(tool kiln::kiln kiln::runtime)
     if(NOT TARGET ${tool})
       message(FATAL_ERROR "kiln_add_library(${name}): no target ${tool}: find_package(kiln) or add_subdirectory(kiln) first")
     endif()
+  endforeach()
+
+  # each target's entry of the table: its index by name, and the known names for errors
+  _kiln_target_table(table)
+  string(JSON count LENGTH "${table}")
+  math(EXPR last "${count} - 1")
+  set(known "")
+  foreach(i RANGE ${last})
+    string(JSON tname GET "${table}" ${i} name)
+    set(entry_${tname} ${i})
+    list(APPEND known "${tname}")
+  endforeach()
+  list(SORT known)
+  list(JOIN known ", " known)
+  set(seen "")
+  foreach(target IN LISTS KILN_TARGETS)
+    if(NOT DEFINED entry_${target})
+      message(FATAL_ERROR "kiln_add_library(${name}): unknown target '${target}' (known: ${known})")
+    endif()
+    if(target IN_LIST seen)
+      message(FATAL_ERROR "kiln_add_library(${name}): target '${target}' given twice")
+    endif()
+    list(APPEND seen "${target}")
   endforeach()
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/kiln-gen/${name}")
@@ -80,23 +120,32 @@ function(kiln_add_library name)
   endif()
   set(kernel_sources "")
   foreach(target IN LISTS KILN_TARGETS)
-    if(target STREQUAL "cpu")
-      set(flags "")
-    elseif(target STREQUAL "x86_64-avx2")
-      set(flags -mavx2 -mfma)
-    elseif(target STREQUAL "x86_64-avx512")
-      set(flags -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma)
-    else()
-      message(FATAL_ERROR "kiln_add_library(${name}): unknown target '${target}' (cpu, x86_64-avx2, x86_64-avx512)")
+    set(i ${entry_${target}})
+    string(JSON symbol GET "${table}" ${i} symbol)
+    string(JSON extension GET "${table}" ${i} extension)
+    string(JSON arch GET "${table}" ${i} arch)
+    string(JSON nflags LENGTH "${table}" ${i} c_flags)
+    set(flags "")
+    if(nflags GREATER 0)
+      math(EXPR lastflag "${nflags} - 1")
+      foreach(f RANGE ${lastflag})
+        string(JSON flag GET "${table}" ${i} c_flags ${f})
+        list(APPEND flags "${flag}")
+      endforeach()
     endif()
-    string(REPLACE "-" "_" symbol "${target}")
     foreach(part IN LISTS parts)
-      set(source "${out}/${name}_${part}_${symbol}.c")
+      set(source "${out}/${name}_${part}_${symbol}${extension}")
       list(APPEND outputs "${source}")
       list(APPEND kernel_sources "${source}")
-      # off x86 (or with a compiler that spells ISA flags otherwise) the x86 files compile to nothing
+      if(NOT extension STREQUAL ".c")
+        # kiln's own object: linked as it is, whatever the compiler and build mode
+        set_source_files_properties("${source}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+        continue()
+      endif()
+      # a C target's file: its flags only where its architecture is (and the compiler spells them
+      # so); elsewhere the file compiles to nothing
       set(source_flags ${opt_flags})
-      if(flags AND x86 AND gnu)
+      if(flags AND gnu AND (arch STREQUAL "any" OR (arch STREQUAL "x86_64" AND x86)))
         list(APPEND source_flags ${flags})
       endif()
       if(source_flags)

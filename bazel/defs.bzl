@@ -18,19 +18,21 @@ the instructions. The kernel files are compiled with -O3 in every compilation mo
 opt; dbg keeps -g); `--define=kiln_optimize_kernels=false` gives them the mode's flags alone.
 """
 
+load("@kiln_targets//:table.bzl", "TARGETS")
 load("@rules_cc//cc:defs.bzl", "cc_library")
 
-# kiln's targets, best first (the order kiln writes them in): name, file suffix, ISA flags
-_TARGETS = [
-    ("x86_64-avx512", "x86_64_avx512", ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"]),
-    ("x86_64-avx2", "x86_64_avx2", ["-mavx2", "-mfma"]),
-    ("cpu", "cpu", []),
-]
+# kiln's targets, best first (the order kiln writes them in), from kiln's own table (`kiln targets
+# --json`, generated when the workspace loads: bazel/repos.bzl): name, file name suffix, C flags,
+# architecture
+_TARGETS = [(t["name"], t["symbol"] + t["extension"], t["c_flags"], t["arch"]) for t in TARGETS]
 
 _DEFAULT_TARGETS = select({
-    str(Label("//bazel:x86_64")): ["cpu", "x86_64-avx2", "x86_64-avx512"],
-    "//conditions:default": ["cpu"],
+    str(Label("//bazel:x86_64")): [t["name"] for t in TARGETS if t["arch"] in ("x86_64", "any")],
+    "//conditions:default": [t["name"] for t in TARGETS if t["arch"] == "any"],
 })
+
+def _symbol(file_suffix):
+    return file_suffix.rsplit(".", 1)[0]
 
 def _part_name(path):
     """kiln's part name of a spec (generator/emit/library.h): its file name without .kiln, an identifier."""
@@ -47,7 +49,7 @@ def _kiln_gen_impl(ctx):
     known = [t[0] for t in _TARGETS]
     for t in ctx.attr.targets:
         if t not in known:
-            fail("kiln_library(%s): unknown target '%s' (known: %s)" % (lib, t, ", ".join(known)))
+            fail("kiln_library(%s): unknown target '%s' (known: %s)" % (lib, t, ", ".join(sorted(known))))
         if len([x for x in ctx.attr.targets if x == t]) > 1:
             fail("kiln_library(%s): target '%s' given twice" % (lib, t))
     if not ctx.attr.targets:
@@ -56,7 +58,7 @@ def _kiln_gen_impl(ctx):
     target_list = "--target=" + ",".join([t[0] for t in targets])
 
     hdrs, dispatch, manifests = [], [], []
-    kernels = {t[1]: [] for t in _TARGETS}
+    kernels = {_symbol(t[1]): [] for t in _TARGETS}
     parts = {}
     for spec in ctx.files.specs:
         part = _part_name(spec.basename)
@@ -78,8 +80,9 @@ def _kiln_gen_impl(ctx):
         hdrs.append(h)
         dispatch.append(d)
         manifests.append(m)
-        for name, symbol, _ in targets:
-            c = _declare(ctx, lib, part + "_" + symbol + ".c")
+        for name, suffix, _, _ in targets:
+            symbol = _symbol(suffix)
+            c = _declare(ctx, lib, part + "_" + suffix)
             ctx.actions.run(
                 executable = ctx.executable._kiln,
                 arguments = ["gen", "--emit=kernels", "--name=" + lib, "--out=" + c.dirname, "--target=" + name, spec.path],
@@ -103,7 +106,7 @@ def _kiln_gen_impl(ctx):
         progress_message = "kiln gen %s: %s.h" % (lib, lib),
     )
     groups = {"kernels_" + symbol: depset(files) for symbol, files in kernels.items()}
-    all_kernels = [f for t in targets for f in kernels[t[1]]]
+    all_kernels = [f for t in targets for f in kernels[_symbol(t[1])]]
     return [
         DefaultInfo(files = depset([umbrella] + hdrs + dispatch + all_kernels + manifests + [manifest])),
         OutputGroupInfo(
@@ -138,7 +141,7 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
     Args:
       name: the library: a C identifier, its C++ namespace and the header's name (name.h).
       specs: the .kiln spec files (labels); their file names must differ.
-      targets: kiln targets ("cpu", "x86_64-avx2", "x86_64-avx512"), may be a select();
+      targets: kiln targets (`kiln targets` lists them), may be a select();
         default: all three on x86_64, else "cpu".
       visibility, tags, testonly: as for any rule, on every target this makes.
       **kwargs: more cc_library attributes for `name` (e.g. linkstatic, alwayslink).
@@ -156,7 +159,7 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
         visibility = visibility,
         **common
     )
-    for group in ["hdrs", "dispatch"] + ["kernels_" + t[1] for t in _TARGETS]:
+    for group in ["hdrs", "dispatch"] + ["kernels_" + _symbol(t[1]) for t in _TARGETS]:
         native.filegroup(
             name = "%s_%s" % (name, group),
             srcs = [":%s_files" % name],
@@ -165,20 +168,23 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
             **common
         )
 
-    # one library per target: each kernel file with its target's ISA flags (on x86_64 only), and
-    # -O3 in every compilation mode (//bazel:kernels_unoptimized turns that off)
+    # one library per target: a C target's kernel files with its flags (where its architecture is),
+    # and -O3 in every compilation mode (//bazel:kernels_unoptimized turns that off); an object
+    # target's objects, made by kiln, are linked as they are
     kernel_libs = []
-    for _, symbol, flags in _TARGETS:
+    for _, suffix, flags, arch in _TARGETS:
+        symbol = _symbol(suffix)
+        if arch == "x86_64":
+            arch_flags = select({str(Label("//bazel:x86_64")): flags, "//conditions:default": []})
+        else:
+            arch_flags = flags
         cc_library(
             name = "%s_kernels_%s_lib" % (name, symbol),
             srcs = [":%s_kernels_%s" % (name, symbol)],
             copts = select({
                 str(Label("//bazel:kernels_unoptimized")): [],
                 "//conditions:default": ["-O3"],
-            }) + select({
-                str(Label("//bazel:x86_64")): flags,
-                "//conditions:default": [],
-            }),
+            }) + arch_flags,
             linkopts = ["-lm"],
             deps = [Label("//:kernel_abi")],
             visibility = ["//visibility:private"],

@@ -9,7 +9,7 @@ Online the pinned releases are downloaded; `--config=offline` (bazel/offline.baz
 Debian's packages instead: bazel-rules-cc, googletest, libcli11-dev, nlohmann-json3-dev.
 """
 
-load(":repos.bzl", "kiln_archive")
+load(":repos.bzl", "kiln_archive", "kiln_target_table")
 
 # Debian's rules_cc 0.0.4 calls use_cpp_toolchain(), which Bazel 4 lacks (Debian 12 ships 4.2.3):
 # name the toolchain type it stands for. Applied online too, so Bazel 4 works either way.
@@ -22,6 +22,9 @@ def _maybe(name, **kwargs):
         kiln_archive(name = name, **kwargs)
 
 def kiln_dependencies():
+    # the target table kiln_library() reads (defs.bzl), from kiln's sources
+    if not native.existing_rule("kiln_targets"):
+        kiln_target_table(name = "kiln_targets")
     _maybe(
         name = "rules_cc",
         urls = ["https://github.com/bazelbuild/rules_cc/releases/download/0.0.4/rules_cc-0.0.4.tar.gz"],

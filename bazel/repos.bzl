@@ -58,3 +58,37 @@ kiln_archive = repository_rule(
     },
     environ = [_ENV],
 )
+
+def _kiln_target_table_impl(rctx):
+    # kiln's one target table (generator/target/), printed by the table's printer compiled alone
+    # with the host compiler: kiln itself is not built at loading time, and kiln_library() needs
+    # the target names, file names and flags to declare its actions
+    srcs = [rctx.path(src) for src in rctx.attr.srcs]
+    root = rctx.path(rctx.attr.srcs[0]).dirname.dirname.dirname
+    cxx = rctx.os.environ.get("CXX", "") or rctx.which("c++") or rctx.which("g++") or rctx.which("clang++")
+    if not cxx:
+        fail("kiln_targets: no C++ compiler (c++, g++ or clang++, or $CXX) to build kiln's target table with")
+    _run(rctx, [str(cxx), "-std=c++20", "-O0", "-I", str(root)] + [str(s) for s in srcs] + ["-o", "table"],
+         "compiling the target table")
+    res = rctx.execute(["./table"])
+    if res.return_code != 0:
+        fail("kiln_targets: the target table's printer failed: " + res.stderr)
+    rctx.file("table.bzl", "\"\"\"kiln's target table (`kiln targets --json`), generated.\"\"\"\n\n" +
+                           "TARGETS = json.decode(\"\"\"" + res.stdout + "\"\"\")\n")
+    rctx.file("BUILD.bazel", "exports_files([\"table.bzl\"])\n")
+    rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
+
+kiln_target_table = repository_rule(
+    implementation = _kiln_target_table_impl,
+    attrs = {
+        "srcs": attr.label_list(
+            default = [
+                Label("//:generator/target/targets.cpp"),
+                Label("//:generator/target/table_main.cpp"),
+                Label("//:generator/target/target.h"),
+            ],
+            allow_files = True,
+        ),
+    },
+    environ = ["CXX"],
+)

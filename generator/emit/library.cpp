@@ -791,7 +791,7 @@ struct Variant {
                  (v.guard[i].second.multiple ? "true" : "false") + ", " + std::to_string(v.guard[i].second.value) + "}";
           s += "};\n";
         }
-        table += "    {\"" + k.name + "[" + guard_text(v, f.dims) + "] on " + t->name + "\", " + t->features + ", " +
+        table += "    {\"" + k.name + "[" + guard_text(v, f.dims) + "] on " + t->name + "\", " + t->runtime_bits + ", " +
                  guards + ", " + std::to_string(v.guard.size()) + ", run_" + id + ", workspace_" + id + "},\n";
       }
       s += guard_close;
@@ -909,7 +909,7 @@ struct Variant {
       tj["name"] = t->name;
       tj["file"] = prefix + "_" + t->symbol + ".c";
       tj["flags"] = t->c_flags;
-      tj["features"] = t->features;
+      tj["features"] = t->runtime_bits;
       ts.push_back(tj);
     }
     m["targets"] = ts;
@@ -1000,7 +1000,7 @@ struct Variant {
       tj["name"] = t->name;
       tj["files"] = json::array();
       tj["flags"] = t->c_flags;
-      tj["features"] = t->features;
+      tj["features"] = t->runtime_bits;
       ts.push_back(tj);
     }
     std::map<std::string, std::string> where;  // kernel -> spec:line:col

@@ -85,14 +85,15 @@ const std::vector<std::string_view>& stage_names() {
   return names;
 }
 
-CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts) {
+CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts,
+                     std::string_view symbol) {
   CKernel k;
   k.name = std::string(ast->arg<Name>().s);
   k.sink = full_rewrite_to_sink(ast, opts);
   k.linear = linearize(k.sink);
   k.parallel = std::any_of(k.linear.begin(), k.linear.end(),
                            [](const UOp* u) { return u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == kCoreVar; });
-  k.source = render::render_c(k.linear, k.name, vars);
+  k.source = render::render_c(k.linear, symbol.empty() ? std::string_view(k.name) : symbol, vars);
   return k;
 }
 

@@ -35,7 +35,9 @@ struct CKernel {
   bool parallel = false;           // the cores share its work (else core 0 does it all)
 };
 
-// The whole path to C. `vars` are the DEFINE_VARs in the order the caller passes their values.
-CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {});
+// The whole path to C. `vars` are the DEFINE_VARs in the order the caller passes their values;
+// `symbol` names the function (default: the kernel's name).
+CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {},
+                     std::string_view symbol = {});
 
 }  // namespace kiln::codegen

@@ -1,0 +1,154 @@
+// kiln gen's model of a library, shared by the files that write it (library.cpp runs a generation;
+// build.cpp reads the specs and compiles every variant for every target; header.cpp, dispatch.cpp,
+// kernels.cpp and manifest.cpp each write one kind of file). Internal to generator/emit/.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "generator/emit/library.h"
+#include "generator/frontend/parser.h"
+#include "generator/frontend/source.h"
+#include "generator/schedule/schedule.h"
+
+namespace kiln::emit::detail {
+
+using frontend::Specialization;
+
+std::string base_name(const std::string& path);
+
+struct SpecFile {
+  std::string path, base;  // as given; the file name alone (the only part generated files show)
+  std::string part;        // part_name(path): in the names of its files
+  std::unique_ptr<frontend::SourceFile> source;
+  frontend::Spec spec;
+  std::unique_ptr<Context> ctx;  // owns every node of this file's schedules
+  std::vector<const UOp*> dims;  // the generic DEFINE_VARs, declaration order: vars[] of its kernels
+};
+
+struct ShapeAxis {
+  bool literal = false;
+  int64_t size = 0;  // literal
+  int32_t dim = -1;  // else: the file dim
+};
+
+struct Arg {
+  std::string name, cxx;  // as declared; as a C++ parameter name
+  DType dtype;
+  std::vector<ShapeAxis> shape;
+  bool output = false;
+};
+
+// One kernel of a variant's schedule, compiled for each of the library's targets (by their index
+// in Generator::targets_).
+struct Compiled {
+  std::string symbol;  // without the target suffix
+  struct ForTarget {
+    std::string source;              // the C function, named `symbol`_<target symbol>
+    std::vector<const UOp*> linear;  // the program it renders (nodes of the spec file's Context)
+    bool parallel = false;
+    std::vector<std::string> opts;
+  };
+  std::vector<ForTarget> code;
+};
+
+struct Variant {
+  std::string tag;                                        // "M1_Sx64", "any"
+  std::vector<std::pair<int32_t, Specialization>> guard;  // file dim -> bucket
+  schedule::Schedule sched;
+  std::vector<Compiled> kernels;
+};
+
+struct KernelInfo {
+  std::string name;
+  size_t file = 0;
+  int line = 0, column = 0;   // of its name in the spec
+  std::vector<Arg> args;      // inputs then outputs
+  std::vector<int32_t> dims;  // the file dims its arguments bind, declaration order
+  std::vector<Variant> variants;
+};
+
+// the runtime's dtype of a spec dtype: kiln_dtype's value, its kiln::DType enumerator, its spelling
+int runtime_dtype(DType d);
+std::string dtype_enum(DType d);
+std::string dtype_short(DType d);
+
+// How index math over the dims is written: for people (the dim names), as C++ over d[i], or as C++
+// that counts the overflows in a kiln::detail::CheckedSize named c (sizes at dims their ranges
+// allow may not fit in 64 bits)
+enum class Style { Text, Cxx, Checked };
+std::string expr_text(const UOp* u, const std::vector<const UOp*>& dims, Style style);
+
+std::string guard_text(const Variant& v, const std::vector<const UOp*>& dims);
+
+// What a kernel costs: ALU ops and reduction steps executed (each counted once per iteration of
+// the loops it sits in), and bytes of its buffers.
+struct Estimate {
+  const UOp* flops;
+  const UOp* bytes;
+};
+Estimate estimate(const UOp* ast);
+
+class Generator {
+ public:
+  explicit Generator(const GenOptions& o) : o_(o) {}
+
+  GenResult run();
+  std::string explain_call(const std::string& kernel, const std::map<std::string, int64_t>& given, uint32_t features,
+                           bool* ok);
+
+ private:
+  // Emit::Library: L.h and L.manifest.json from the part manifests another run wrote
+  GenResult link(GenResult r) const;
+
+  // build.cpp
+  bool check_options(std::string& err);
+  bool load(const std::string& path, std::string& err);
+  // the kernels of one file, each with its variants (only `only` when given)
+  bool build_kernels(size_t fi, std::string& err, const std::string* only = nullptr);
+  bool build_variants(SpecFile& f, const frontend::Kernel& k, KernelInfo& ki, std::string& err);
+
+  // header.cpp
+  // the header names the parameters as the spec does; the definitions call them a0, a1, ... (no
+  // clash with their locals, whatever the spec's names)
+  static std::string param(const KernelInfo& k, size_t i, bool header);
+  std::string signature(const KernelInfo& k, bool defaults, bool header = true) const;
+  std::string arg_text(const Arg& a, const SpecFile& f) const;
+  std::string dims_params(const KernelInfo& k, bool header = true) const;
+  // L.h: the part headers (only the specs' names, so a build can write it without reading them)
+  std::string umbrella() const;
+  // L_<part>.h: the entry points of one spec's kernels
+  std::string header(size_t fi) const;
+
+  // dispatch.cpp
+  std::string fn_name(const Compiled& c, const Target& t) const;
+  std::string dispatch(size_t fi) const;
+  // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
+  std::string dispatch_kernel(const KernelInfo& k) const;
+  // The bytes argument i occupies, once its dims are bound: the product of the bound dims, with no
+  // overflow check where none can overflow at their maximums (the common case: a few instructions
+  // per call), else the runtime's saturating count
+  std::string extent_text(const KernelInfo& k, size_t i) const;
+  size_t count_inputs(const KernelInfo& k) const;
+  std::string entry_points(const KernelInfo& k) const;
+
+  // kernels.cpp
+  std::string kernels_c(size_t fi, size_t ti) const;
+
+  // manifest.cpp
+  // L_<part>.manifest.json: one spec's files and kernels
+  std::string manifest_part(size_t fi) const;
+  // L.manifest.json from the parts' manifests (in spec order): every file, the kernel files per
+  // target, the kernels; a kernel two specs define, or one named like another's generated function,
+  // is an error here too (a build that writes each spec's files separately finds it only here)
+  bool merge_manifests(const std::vector<std::string>& parts, std::string& out, std::string& err) const;
+
+  const GenOptions& o_;
+  std::vector<const Target*> targets_;  // best first
+  std::vector<SpecFile> files_;
+  std::vector<KernelInfo> kernels_;  // in spec order
+};
+
+}  // namespace kiln::emit::detail

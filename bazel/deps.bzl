@@ -6,10 +6,12 @@
 
 A repository the workspace already defines (say its own rules_cc or googletest) is kept.
 Online the pinned releases are downloaded; `--config=offline` (bazel/offline.bazelrc) takes
-Debian's packages instead: bazel-rules-cc, googletest, libcli11-dev, nlohmann-json3-dev.
+Debian's packages instead: bazel-rules-cc, googletest, libcli11-dev, nlohmann-json3-dev. LLVM 19 is the
+system's in both modes (llvm-19-dev). The target table kiln_library() reads is generated from kiln's
+sources when the workspace loads.
 """
 
-load(":repos.bzl", "kiln_archive", "kiln_target_table")
+load(":repos.bzl", "kiln_archive", "kiln_system_llvm", "kiln_target_table")
 
 # Debian's rules_cc 0.0.4 calls use_cpp_toolchain(), which Bazel 4 lacks (Debian 12 ships 4.2.3):
 # name the toolchain type it stands for. Applied online too, so Bazel 4 works either way.
@@ -25,6 +27,10 @@ def kiln_dependencies():
     # the target table kiln_library() reads (defs.bzl), from kiln's sources
     if not native.existing_rule("kiln_targets"):
         kiln_target_table(name = "kiln_targets")
+
+    # LLVM 19, which compiles the object targets' kernels inside kiln: the system's (llvm-19-dev)
+    if not native.existing_rule("kiln_llvm"):
+        kiln_system_llvm(name = "kiln_llvm")
     _maybe(
         name = "rules_cc",
         urls = ["https://github.com/bazelbuild/rules_cc/releases/download/0.0.4/rules_cc-0.0.4.tar.gz"],

@@ -92,3 +92,36 @@ kiln_target_table = repository_rule(
     },
     environ = ["CXX"],
 )
+
+_LLVM_BUILD = """\
+# LLVM 19 as the system installs it (Debian: llvm-19-dev): the headers and the one shared library.
+cc_library(
+    name = "llvm",
+    hdrs = glob(["include/**/*.h", "include/**/*.def", "include/**/*.inc", "include/**/*.gen"]),
+    includes = ["include"],
+    srcs = ["lib/libLLVM-19.so"],
+    visibility = ["//visibility:public"],
+)
+"""
+
+def _llvm_config(rctx, config, flag):
+    res = rctx.execute([str(config), flag])
+    if res.return_code != 0:
+        fail("kiln_llvm: llvm-config %s failed: %s" % (flag, res.stderr))
+    return res.stdout.strip()
+
+def _kiln_system_llvm_impl(rctx):
+    # no pinned download: LLVM is too large to fetch per workspace, and kiln links the shared
+    # library the system has (online and offline alike)
+    config = rctx.which("llvm-config-19") or rctx.path("/usr/lib/llvm-19/bin/llvm-config")
+    if not config.exists:
+        fail("kiln_llvm: LLVM 19 not found (no llvm-config-19); on Debian: apt-get install -y llvm-19-dev")
+    version = _llvm_config(rctx, config, "--version")
+    if not version.startswith("19."):
+        fail("kiln_llvm: %s is LLVM %s, kiln needs 19" % (config, version))
+    rctx.symlink(_llvm_config(rctx, config, "--includedir"), "include")
+    rctx.symlink(_llvm_config(rctx, config, "--libdir") + "/libLLVM-19.so", "lib/libLLVM-19.so")
+    rctx.file("BUILD.bazel", _LLVM_BUILD)
+    rctx.file("WORKSPACE", 'workspace(name = "%s")\n' % rctx.name)
+
+kiln_system_llvm = repository_rule(implementation = _kiln_system_llvm_impl)

@@ -82,7 +82,8 @@ std::string Generator::explain_call(const std::string& kernel, const std::map<st
     for (const Variant& v : k->variants) {
       std::string label = "  " + kernel + "[" + v.tag + "] on " + t->name + " (" + guard_text(v, sf.dims) + "): ";
       if ((t->runtime_mask & features) != t->runtime_mask) {
-        out += label + "skipped, this CPU lacks " + t->name.substr(7) + "\n";
+        // the target's name after its architecture's: "avx2" of x86_64-avx2
+        out += label + "skipped, this CPU lacks " + t->name.substr(t->arch.size() + 1) + "\n";
         break;  // every variant of the target needs it
       }
       std::string why;

@@ -56,23 +56,48 @@ out="$(ninja -C "$work/build")"
 [[ "$out" == *"ninja: no work to do."* ]] || fail "the build after a change was not stable: $out"
 
 echo "== the kernel files are compiled optimized in every build mode, keeping the mode's debug info"
-# the compile commands Ninja would run for the kernel files (nn_nn_<target>.c), read without building
+kiln="$work/prefix/bin/kiln"
+consumer_targets=(cpu x86_64-avx2 x86_64-avx512)  # tests/consumer/CMakeLists.txt's TARGETS
+# what kiln writes for them (its table, kiln targets --json): "<symbol> <output> <flag,flag...>" each
+target_rows="$("$kiln" targets --json | python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if t["name"] in sys.argv[1:]:
+        print(t["symbol"], t["output"], ",".join(t["c_flags"]) or "-")' "${consumer_targets[@]}")"
+c_symbols="$(awk '$2 == "c" {print $1}' <<<"$target_rows" | paste -sd'|')"
+object_symbols="$(awk '$2 == "object" {print $1}' <<<"$target_rows" | xargs)"
+n_c="$(awk '$2 == "c"' <<<"$target_rows" | wc -l)"
+[[ $((n_c + $(wc -w <<<"$object_symbols"))) -eq ${#consumer_targets[@]} ]] || fail "kiln targets lacks a consumer target"
+# the compile commands Ninja would run for the C targets' kernel files (nn_nn_<symbol>.c), read
+# without building
 kernel_commands() {  # build dir, ninja file
-  ninja -C "$1" -f "$2" -t commands nn | grep -E -- '-c [^ ]*nn_nn_(cpu|x86_64_avx2|x86_64_avx512)\.c' || true
+  [[ -n "$c_symbols" ]] || return 0
+  ninja -C "$1" -f "$2" -t commands nn | grep -E -- "-c [^ ]*nn_nn_($c_symbols)\.c" || true
 }
 last_opt() { grep -oE -- ' -O[0-3sgz]?( |$)' <<<"$1" | tail -n 1 | tr -d ' '; }
 check_modes() {  # build dir, ninja file, mode, whether -g is expected
-  local cmds n=0 cmd
+  local cmds n=0 cmd sym flags f
   cmds="$(kernel_commands "$1" "$2")"
   while IFS= read -r cmd; do
     [[ -n "$cmd" ]] || continue
     n=$((n + 1))
     [[ "$(last_opt "$cmd")" == "-O3" ]] || fail "$3: a kernel file is not compiled with -O3 last: $cmd"
     if [[ "$4" == yes && " $cmd " != *" -g "* ]]; then fail "$3: a kernel file lost the mode's -g: $cmd"; fi
-    if [[ "$cmd" == *nn_nn_x86_64_avx512.c* && "$cmd" != *-mavx512f* ]]; then fail "$3: no ISA flags: $cmd"; fi
+    while read -r sym _ flags; do  # a C target's file gets the target's flags (x86_64 here)
+      [[ "$cmd" == *"nn_nn_$sym.c"* && "$flags" != - ]] || continue
+      for f in ${flags//,/ }; do [[ " $cmd " == *" $f "* ]] || fail "$3: $sym lacks $f: $cmd"; done
+    done <<<"$target_rows"
   done <<<"$cmds"
-  [[ $n -eq 3 ]] || fail "$3: expected 3 kernel compile commands, got $n"
-  echo "  $3: the 3 kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g")"
+  [[ $n -eq $n_c ]] || fail "$3: expected $n_c kernel compile commands, got $n"
+  # an object target's kernels are kiln's objects: nothing compiles them, the library archives them
+  local all
+  all="$(ninja -C "$1" -f "$2" -t commands nn)"
+  for sym in $object_symbols; do
+    grep -qE -- "-c [^ ]*nn_nn_$sym\." <<<"$all" && fail "$3: the $sym kernels are compiled: they are objects"
+    grep -E -- " (ar|llvm-ar) " <<<"$all" | grep -q "nn_nn_$sym.o" || fail "$3: the library does not archive nn_nn_$sym.o"
+  done
+  echo "  $3: the $n_c C kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g"); objects:" \
+    "${object_symbols:-none}"
 }
 for mode in Debug RelWithDebInfo MinSizeRel None; do
   bt="$mode"; [[ "$mode" == None ]] && bt=""
@@ -90,8 +115,26 @@ cmd="$(kernel_commands "$work/mode-noopt" build.ninja | head -n 1)"
 [[ -n "$cmd" && "$(last_opt "$cmd")" != "-O3" ]] || fail "KILN_OPTIMIZE_KERNELS=OFF still optimizes: $cmd"
 echo "  KILN_OPTIMIZE_KERNELS=OFF: the kernel files take the build mode's flags"
 
+echo "== an unknown target is a configure error that lists the known ones"
+mkdir -p "$work/bad-target"
+cp "$work/src/nn.kiln" "$work/bad-target/"
+cat >"$work/bad-target/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.25)
+project(bad_target LANGUAGES C CXX)
+find_package(kiln REQUIRED)
+kiln_add_library(nn SPECS nn.kiln TARGETS cpu avx9)
+EOF
+if cmake -S "$work/bad-target" -B "$work/bad-target/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  >"$work/bad-target.log" 2>&1; then
+  fail "a library with target avx9 configured"
+fi
+known="$("$kiln" targets --json | python3 -c 'import json,sys; print(", ".join(sorted(t["name"] for t in json.load(sys.stdin))))')"
+# CMake wraps its messages: compare with the white space squeezed
+tr -s ' \n' '  ' <"$work/bad-target.log" | grep -qF "unknown target 'avx9' (known: $known)" ||
+  fail "the configure error does not list the known targets: $(cat "$work/bad-target.log")"
+echo "  unknown target 'avx9' (known: $known)"
+
 echo "== two kiln gen runs write identical bytes"
-kiln="$work/prefix/bin/kiln"
 "$kiln" gen --name nn --out "$work/gen1" --target cpu,x86_64-avx2,x86_64-avx512 "$work/src/nn.kiln"
 "$kiln" gen --name nn --out "$work/gen2" --target cpu,x86_64-avx2,x86_64-avx512 "$work/src/nn.kiln"
 rm "$work/gen1/nn.d" "$work/gen2/nn.d"  # the depfiles name their own directory

@@ -7,7 +7,7 @@
 #                   oneDNN's CMake config, for one, needs the OpenCL headers, which apt's
 #                   --no-install-recommends leaves out.
 # KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it).
-kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev)
+kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev llvm-19-dev)
 kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
                     libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3)
 case "${KILN_DEPS:-test}" in

@@ -21,8 +21,11 @@
 #include "generator/frontend/spec_lower.h"
 #include "generator/ir/text.h"
 #include "generator/render/c.h"
+#include "generator/render/llvm.h"
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
+#include "generator/target/llvm_compile.h"
+#include "generator/target/target.h"
 #include "kiln/kiln_c.h"
 #include "kiln/version.h"
 
@@ -209,8 +212,15 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
+// With an object target (one LLVM compiles for): its LLVM IR (--emit-llvm), its assembly (--asm) or the
+// object itself (-o), one module per spec file, named after the file.
+struct CodegenTarget {
+  const kiln::target::Target* target = nullptr;  // null: C
+  bool emit_llvm = false, assembly = false;
+};
+
 int run_codegen(const std::vector<std::string>& paths, const std::string& only, const std::string& dump_after,
-                bool dump_all, const std::string& output) {
+                bool dump_all, const std::string& output, const CodegenTarget& cg) {
   const auto& stages = kiln::codegen::stage_names();
   if (!dump_after.empty() && std::find(stages.begin(), stages.end(), dump_after) == stages.end()) {
     std::string list;
@@ -220,7 +230,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
   }
   int rc = 0;
   bool any = false;
-  std::string out = kiln::render::c_preamble();
+  std::string out = cg.target ? "" : kiln::render::c_preamble();
   for (const auto& path : paths) {
     kiln::Context ctx;
     std::vector<ScheduledKernel> kernels;
@@ -232,8 +242,10 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
     std::string dim_list;
     for (const kiln::UOp* d : dims)
       dim_list += (dim_list.empty() ? "" : ", ") + std::string(d->arg<kiln::VarArg>().name);
-    out += "/* " + path + ": vars[] holds the dims in declaration order: " + (dim_list.empty() ? "none" : dim_list) +
-           " */\n";
+    if (!cg.target)
+      out += "/* " + path + ": vars[] holds the dims in declaration order: " + (dim_list.empty() ? "none" : dim_list) +
+             " */\n";
+    std::vector<kiln::codegen::CKernel> compiled;  // the object target's: one module of them
     for (const auto& k : kernels) {
       if (!only.empty() && k.name != only) continue;
       any = true;
@@ -254,9 +266,22 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
           for (const kiln::UOp* u : c.linear) lin += kiln::print(u).substr(0, 160) + "\n";
           dump("linearize", lin);
         }
-        out += c.source;
+        if (cg.target)
+          compiled.push_back(std::move(c));
+        else
+          out += c.source;
       }
     }
+    if (!cg.target || compiled.empty()) continue;
+    std::vector<kiln::render::LlvmKernel> lk;
+    for (const auto& c : compiled) lk.push_back({c.linear, c.name, dims});
+    std::string module = std::filesystem::path(path).stem().string();
+    std::string ir = kiln::render::render_llvm_module(*cg.target, module, lk);
+    if (cg.emit_llvm)
+      out += ir;
+    else
+      out += kiln::target::compile_module(
+          *cg.target, ir, cg.assembly ? kiln::target::Artifact::Assembly : kiln::target::Artifact::Object);
   }
   if (!only.empty() && !any && rc == 0) {
     std::cerr << "kiln: error: no kernel named '" << only << "'\n";
@@ -406,8 +431,12 @@ static int run(int argc, char** argv) {
   codegen->add_option("--kernel", only, "only this spec kernel");
   codegen->add_option("--dump-after", dump_after, "print the IR after this pipeline stage (before the C)");
   codegen->add_flag("--dump-all", dump_all, "print the IR after every stage");
-  std::string output;
+  std::string output, cg_target;
+  bool cg_asm = false, cg_llvm = false;
   codegen->add_option("-o,--output", output, "write the C here instead of standard output");
+  codegen->add_option("--target", cg_target, "an object target: compile with LLVM instead of writing C");
+  codegen->add_flag("--asm", cg_asm, "with --target: print the assembly");
+  codegen->add_flag("--emit-llvm", cg_llvm, "with --target: print the LLVM IR");
   std::string stage_list;
   for (auto n : kiln::codegen::stage_names()) stage_list += "\n  " + std::string(n);
   codegen->footer(
@@ -502,7 +531,31 @@ static int run(int argc, char** argv) {
   if (check->parsed()) return run_check(specs);
   if (codegen->parsed()) {
     try {
-      return run_codegen(cg_specs, only, dump_after, dump_all, output);
+      CodegenTarget cg;
+      if (!cg_target.empty()) {
+        cg.target = kiln::target::find(cg_target);
+        if (!cg.target) {
+          std::cerr << "kiln: error: unknown target '" << cg_target << "' (expected one of "
+                    << kiln::target::known_names() << ")\n";
+          return 1;
+        }
+        if (cg.target->triple.empty()) cg.target = nullptr;  // a C target: its kernels are the C
+      }
+      cg.emit_llvm = cg_llvm, cg.assembly = cg_asm;
+      if ((cg_asm || cg_llvm) && !cg.target) {
+        std::cerr << "kiln: error: --asm and --emit-llvm need an object target (--target "
+                  << (cg_target.empty() ? "x86_64-avx512" : cg_target + " writes C") << ")\n";
+        return 1;
+      }
+      if (cg_asm && cg_llvm) {
+        std::cerr << "kiln: error: --asm and --emit-llvm exclude each other\n";
+        return 1;
+      }
+      if (cg.target && !cg_asm && !cg_llvm && output.empty()) {
+        std::cerr << "kiln: error: an object is binary: write it with -o FILE, or print --asm or --emit-llvm\n";
+        return 1;
+      }
+      return run_codegen(cg_specs, only, dump_after, dump_all, output, cg);
     } catch (const kiln::InternalError& e) {
       std::cerr << "kiln: internal error: " << e.what() << "\n";
       return 70;

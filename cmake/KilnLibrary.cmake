@@ -1,4 +1,4 @@
-# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>...)
+# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR])
 #
 # Runs `kiln gen` in the build on the specs, for the targets (`kiln targets` lists them), and makes <lib> a static library of the generated dispatch and kernels that carries its include
 # directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
@@ -38,7 +38,7 @@ function(_kiln_target_table out)
 endfunction()
 
 function(kiln_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 KILN "" "" "SPECS;TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR" "" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_library(${name}): unknown arguments: ${KILN_UNPARSED_ARGUMENTS}")
   endif()
@@ -138,8 +138,16 @@ function(kiln_add_library name)
       list(APPEND outputs "${source}")
       list(APPEND kernel_sources "${source}")
       if(NOT extension STREQUAL ".c")
-        # kiln's own object: linked as it is, whatever the compiler and build mode
-        set_source_files_properties("${source}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+        # kiln's own object: linked as it is, whatever the compiler and build mode, where its
+        # architecture is (elsewhere the dispatch leaves its variants out)
+        list(REMOVE_ITEM kernel_sources "${source}")
+        if(KILN_KEEP_IR)
+          list(APPEND outputs "${out}/${name}_${part}_${symbol}.ll")
+        endif()
+        if(arch STREQUAL "x86_64" AND x86)
+          list(APPEND kernel_sources "${source}")
+          set_source_files_properties("${source}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+        endif()
         continue()
       endif()
       # a C target's file: its flags only where its architecture is (and the compiler spells them
@@ -158,10 +166,14 @@ function(kiln_add_library name)
   endforeach()
   list(APPEND outputs "${out}/${name}.manifest.json")
   list(JOIN KILN_TARGETS "," target_list)
+  set(KILN_GEN_FLAGS "")
+  if(KILN_KEEP_IR)  # each object's LLVM IR beside it, to read (kiln gen --keep-ir)
+    list(APPEND KILN_GEN_FLAGS --keep-ir)
+  endif()
 
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND kiln::kiln gen --name "${name}" --out "${out}" --target "${target_list}" ${specs}
+    COMMAND kiln::kiln gen --name "${name}" --out "${out}" --target "${target_list}" ${KILN_GEN_FLAGS} ${specs}
     DEPENDS ${specs} kiln::kiln
     DEPFILE "${out}/${name}.d"
     COMMENT "kiln gen ${name}"

@@ -3,6 +3,7 @@
 // kernels.cpp and manifest.cpp each write one kind of file). Internal to generator/emit/.
 #pragma once
 
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -91,6 +92,16 @@ struct Estimate {
 };
 Estimate estimate(const UOp* ast);
 
+// An object target's kernel file to compile: its module's text, and where its bytes go.
+struct ObjectJob {
+  const Target* target;
+  std::string module;
+  std::string* object;
+  std::exception_ptr error;
+};
+// Compiles every job's module, in parallel; throws the first job's error.
+void compile_objects(std::vector<ObjectJob>& jobs);
+
 class Generator {
  public:
   explicit Generator(const GenOptions& o) : o_(o) {}
@@ -136,6 +147,9 @@ class Generator {
 
   // kernels.cpp
   std::string kernels_c(size_t fi, size_t ti) const;
+  std::string kernels_module(size_t fi, size_t ti) const;
+  // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c or .o
+  std::string kernel_file(size_t fi, size_t ti) const;
 
   // manifest.cpp
   // L_<part>.manifest.json: one spec's files and kernels

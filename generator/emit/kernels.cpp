@@ -1,5 +1,11 @@
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include "generator/emit/generator.h"
 #include "generator/render/c.h"
+#include "generator/render/llvm.h"
+#include "generator/target/llvm_compile.h"
 
 namespace kiln::emit::detail {
 
@@ -24,6 +30,47 @@ std::string Generator::kernels_c(size_t fi, size_t ti) const {
         if (k.file == fi) s += c.code[ti].source;
   if (!t.arch_guard.empty()) s += "#endif\n";
   return s + "typedef int " + file + "_unit; /* a translation unit is never empty */\n";
+}
+
+// L_<part>_<target>.o: one spec's kernels for an object target, as one LLVM module: the same
+// functions, names and ABI as a C target's file. Rendered here; compile_objects() compiles it.
+std::string Generator::kernels_module(size_t fi, size_t ti) const {
+  const Target& t = *targets_[ti];
+  std::vector<render::LlvmKernel> ks;
+  for (const KernelInfo& k : kernels_)
+    for (const Variant& v : k.variants)
+      for (const Compiled& c : v.kernels)
+        if (k.file == fi) ks.push_back({c.code[ti].linear, fn_name(c, t), files_[fi].dims});
+  return render::render_llvm_module(t, kernel_file(fi, ti), ks);
+}
+
+std::string Generator::kernel_file(size_t fi, size_t ti) const {
+  const Target& t = *targets_[ti];
+  return o_.name + "_" + files_[fi].part + "_" + t.symbol + (t.output == target::Output::Object ? ".o" : ".c");
+}
+
+// LLVM compiles each module on its own (its own context and target machine), so the modules of a
+// run are compiled at once, one job per spec and target on as many threads as the machine has
+// cores. The bytes do not depend on the order the jobs finish in; the first failure (in job order)
+// is the one reported.
+void compile_objects(std::vector<ObjectJob>& jobs) {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      try {
+        *jobs[i].object = target::compile_module(*jobs[i].target, jobs[i].module, target::Artifact::Object);
+      } catch (...) {
+        jobs[i].error = std::current_exception();
+      }
+    }
+  };
+  size_t n = std::min<size_t>(jobs.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < n; ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  for (const ObjectJob& j : jobs)
+    if (j.error) std::rethrow_exception(j.error);
 }
 
 }  // namespace kiln::emit::detail

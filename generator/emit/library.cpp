@@ -21,6 +21,8 @@ GenResult Generator::run() {
     if (!build_kernels(f, r.errors)) return r;
   if (o_.emit == Emit::All) r.files.push_back({o_.name + ".h", umbrella()});
   std::vector<std::string> parts;
+  std::vector<ObjectJob> jobs;
+  std::vector<size_t> objects;  // where each job's object goes in r.files
   for (size_t f = 0; f < files_.size(); ++f) {
     const std::string prefix = o_.name + "_" + files_[f].part;
     if (o_.emit != Emit::Kernels) {
@@ -28,13 +30,24 @@ GenResult Generator::run() {
       r.files.push_back({prefix + "_dispatch.cpp", dispatch(f)});
     }
     if (o_.emit != Emit::Spec)
-      for (size_t t = 0; t < targets_.size(); ++t)
-        r.files.push_back({prefix + "_" + targets_[t]->symbol + ".c", kernels_c(f, t)});
+      for (size_t t = 0; t < targets_.size(); ++t) {
+        if (targets_[t]->output == target::Output::CSource) {
+          r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
+          continue;
+        }
+        std::string module = kernels_module(f, t);
+        r.files.push_back({kernel_file(f, t), ""});
+        jobs.push_back({targets_[t], module, nullptr, nullptr});
+        objects.push_back(r.files.size() - 1);
+        if (o_.keep_ir) r.files.push_back({prefix + "_" + targets_[t]->symbol + ".ll", std::move(module)});
+      }
     if (o_.emit != Emit::Kernels) {
       parts.push_back(manifest_part(f));
       r.files.push_back({prefix + ".manifest.json", parts.back()});
     }
   }
+  for (size_t j = 0; j < jobs.size(); ++j) jobs[j].object = &r.files[objects[j]].second;
+  compile_objects(jobs);
   if (o_.emit == Emit::All) {
     // merged from the parts' text, as a build that writes each spec's files separately merges them
     std::string merged;

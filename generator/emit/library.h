@@ -3,14 +3,15 @@
 // the most specific first) plus a generic variant over the declared ranges; a C++ header with one
 // entry point per kernel (kiln/kiln.h's TensorView, Status and Context), a dispatch source that
 // checks the arguments, binds the dims and takes the first variant whose guard holds on this
-// CPU, C files of kernels per target, a manifest (JSON) and a depfile. The same input gives
+// CPU, kernel files per target (C, or objects kiln compiled), a manifest (JSON) and a depfile. The same input gives
 // the same bytes; no generated file names a path.
 //
 // The files of library L with specs a.kiln, b.kiln and targets t1, t2:
 //   L.h                    includes the part headers (what users include)
 //   L_a.h                  the entry points of a.kiln's kernels
 //   L_a_dispatch.cpp       their argument checks, dim binding and variant tables
-//   L_a_t1.c, L_a_t2.c     their kernels for each target
+//   L_a_t1.c, L_a_t2.o     their kernels for each target: C for a C target, an object kiln
+//                          compiled for an object target (and L_a_t2.ll, its LLVM IR, with keep_ir)
 //   L_a.manifest.json      their kernels, variants, guards, opts and estimates
 //   (the same four for b)
 //   L.manifest.json        the library's manifest: the parts' kernels, merged
@@ -46,6 +47,7 @@ struct GenOptions {
   std::vector<std::string> specs;    // spec file paths
   Emit emit = Emit::All;
   std::string parts_dir;  // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
+  bool keep_ir = false;   // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
 };
 
 // The part of the file names a spec's files carry: its file name without `.kiln`, every character

@@ -17,17 +17,23 @@ std::string Generator::manifest_part(size_t fi) const {
   m["kiln_abi"] = 1;
   m["spec"] = sf.base;
   json ts = json::array();
-  for (const Target* t : targets_) {
+  for (size_t ti = 0; ti < targets_.size(); ++ti) {
+    const Target* t = targets_[ti];
     json tj;
     tj["name"] = t->name;
-    tj["file"] = prefix + "_" + t->symbol + ".c";
-    tj["flags"] = t->c_flags;
+    tj["output"] = t->output == target::Output::Object ? "object" : "c";
+    tj["file"] = kernel_file(fi, ti);
+    tj["flags"] = t->output == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
     ts.push_back(tj);
   }
   m["targets"] = ts;
   json files = json::array({prefix + ".h", prefix + "_dispatch.cpp"});
-  for (const Target* t : targets_) files.push_back(prefix + "_" + t->symbol + ".c");
+  for (size_t ti = 0; ti < targets_.size(); ++ti) {
+    files.push_back(kernel_file(fi, ti));
+    if (o_.keep_ir && targets_[ti]->output == target::Output::Object)
+      files.push_back(prefix + "_" + targets_[ti]->symbol + ".ll");
+  }
   files.push_back(prefix + ".manifest.json");
   m["files"] = files;
   json ks = json::array();
@@ -112,8 +118,9 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
   for (const Target* t : targets_) {
     json tj;
     tj["name"] = t->name;
+    tj["output"] = t->output == target::Output::Object ? "object" : "c";
     tj["files"] = json::array();
-    tj["flags"] = t->c_flags;
+    tj["flags"] = t->output == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
     ts.push_back(tj);
   }

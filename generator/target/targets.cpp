@@ -18,6 +18,7 @@ const std::vector<Target>& targets() {
     avx512.features = "+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+fma";
     avx512.vector_bytes = 64, avx512.vector_registers = 32, avx512.fma_units = 2;
     avx512.l1d_bytes = 48 << 10, avx512.l2_bytes = 2 << 20;
+    avx512.output = Output::Object;
     avx512.c_flags = {"-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mavx2", "-mfma"};
     avx512.arch_guard = "defined(__x86_64__)";
     avx512.runtime_bits = "KILN_CPU_X86_AVX512", avx512.runtime_mask = kX86Avx512;
@@ -28,6 +29,7 @@ const std::vector<Target>& targets() {
     avx2.triple = "x86_64-unknown-linux-gnu", avx2.cpu = "haswell", avx2.features = "+avx2,+fma";
     avx2.vector_bytes = 32, avx2.vector_registers = 16, avx2.fma_units = 2;
     avx2.l1d_bytes = 32 << 10, avx2.l2_bytes = 256 << 10;
+    avx2.output = Output::Object;
     avx2.c_flags = {"-mavx2", "-mfma"};
     avx2.arch_guard = "defined(__x86_64__)";
     avx2.runtime_bits = "KILN_CPU_X86_AVX2", avx2.runtime_mask = kX86Avx2;

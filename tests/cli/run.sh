@@ -244,7 +244,7 @@ cp "$here/specs/ok.kiln" "$tmp/one.kiln"
 printf 'dim S in 1..64\nkernel twice(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n' >"$tmp/two-b.kiln"
 "$kiln" gen --name lib --out "$tmp/all" --target cpu x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
 check "gen with a target list" "0 " "$? $(cat "$tmp/err")"
-check "gen files" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.c lib_two_b.h lib_two_b.manifest.json lib_two_b_cpu.c lib_two_b_dispatch.cpp lib_two_b_x86_64_avx2.c" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
+check "gen files" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.o lib_two_b.h lib_two_b.manifest.json lib_two_b_cpu.c lib_two_b_dispatch.cpp lib_two_b_x86_64_avx2.o" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
 for spec in one two-b; do
   "$kiln" gen --emit spec --name lib --out "$tmp/split" --target cpu,x86_64-avx2 "$tmp/$spec.kiln"
   for t in cpu x86_64-avx2; do "$kiln" gen --emit=kernels --name lib --out "$tmp/split" --target "$t" "$tmp/$spec.kiln"; done
@@ -256,7 +256,21 @@ check "gen --emit: the same bytes" "" "$(diff -r -x lib.d "$tmp/all" "$tmp/split
 touch "$tmp/all/lib_dispatch.cpp" "$tmp/all/mine.txt"
 sed -i 's/"lib.h",/"lib.h", "lib_dispatch.cpp", "..\/x", "mine.txt\/",/' "$tmp/all/lib.manifest.json"
 "$kiln" gen --name lib --out "$tmp/all" --target cpu,x86_64-avx2 "$tmp/one.kiln"
-check "gen removes what it no longer writes" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.c mine.txt" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
+check "gen removes what it no longer writes" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.o mine.txt" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
+# an object target's file an older kiln wrote as C is removed when the layout changes: the manifest
+# listed lib_one_x86_64_avx2.c
+touch "$tmp/all/lib_one_x86_64_avx2.c"
+sed -i 's/"lib_one_x86_64_avx2.o",/"lib_one_x86_64_avx2.c",/' "$tmp/all/lib.manifest.json"
+"$kiln" gen --name lib --out "$tmp/all" --target cpu,x86_64-avx2 "$tmp/one.kiln"
+check "gen removes the C an object replaced" "" "$(ls "$tmp/all" | grep -x 'lib_one_x86_64_avx2.c')"
+# --keep-ir: each object's LLVM IR beside it; the object the same bytes
+cp "$tmp/all/lib_one_x86_64_avx2.o" "$tmp/obj-before"
+"$kiln" gen --name lib --out "$tmp/all" --keep-ir --target cpu,x86_64-avx2 "$tmp/one.kiln"
+check "gen --keep-ir writes the IR" "lib_one_x86_64_avx2.ll" "$(ls "$tmp/all" | grep '\.ll$' | xargs)"
+check "gen --keep-ir: the IR is the object's module" "1" "$(grep -c '^target triple = "x86_64' "$tmp/all/lib_one_x86_64_avx2.ll")"
+check "gen --keep-ir: the same object" "" "$(cmp "$tmp/obj-before" "$tmp/all/lib_one_x86_64_avx2.o" 2>&1)"
+"$kiln" gen --name lib --out "$tmp/all" --target cpu,x86_64-avx2 "$tmp/one.kiln"
+check "gen without --keep-ir removes the IR" "" "$(ls "$tmp/all" | grep '\.ll$')"
 "$kiln" gen --emit library --name lib --out "$tmp/none" --target cpu "$tmp/one.kiln" 2>"$tmp/err"
 check "gen --emit library without parts" "1 $tmp/none/lib_one.manifest.json: error: cannot open (No such file or directory) (kiln gen --emit spec $tmp/one.kiln writes it)" "$? $(cat "$tmp/err")"
 

@@ -94,7 +94,8 @@ check_modes() {  # build dir, ninja file, mode, whether -g is expected
   all="$(ninja -C "$1" -f "$2" -t commands nn)"
   for sym in $object_symbols; do
     grep -qE -- "-c [^ ]*nn_nn_$sym\." <<<"$all" && fail "$3: the $sym kernels are compiled: they are objects"
-    grep -E -- " (ar|llvm-ar) " <<<"$all" | grep -q "nn_nn_$sym.o" || fail "$3: the library does not archive nn_nn_$sym.o"
+    [[ "$(grep -F -- "libnn.a" <<<"$all")" == *" kiln-gen/nn/nn_nn_$sym.o "* ]] ||
+      fail "$3: the library does not archive nn_nn_$sym.o"
   done
   echo "  $3: the $n_c C kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g"); objects:" \
     "${object_symbols:-none}"

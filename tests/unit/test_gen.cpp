@@ -58,8 +58,9 @@ TEST_F(GenTest, WritesEveryFileTheSameWayTwice) {
   std::vector<std::string> names;
   for (const auto& f : r1.files) names.push_back(f.first);
   // the targets best first, whatever order they were given in
-  EXPECT_EQ(names, (std::vector<std::string>{"lib.h", "lib_a.h", "lib_a_dispatch.cpp", "lib_a_x86_64_avx512.c",
-                                             "lib_a_x86_64_avx2.c", "lib_a_cpu.c", "lib_a.manifest.json",
+  // the x86 targets are objects kiln compiled, cpu is C (generator/target/targets.cpp)
+  EXPECT_EQ(names, (std::vector<std::string>{"lib.h", "lib_a.h", "lib_a_dispatch.cpp", "lib_a_x86_64_avx512.o",
+                                             "lib_a_x86_64_avx2.o", "lib_a_cpu.c", "lib_a.manifest.json",
                                              "lib.manifest.json"}));
   ASSERT_EQ(r1.files.size(), r2.files.size());
   for (size_t i = 0; i < r1.files.size(); ++i) EXPECT_EQ(r1.files[i], r2.files[i]) << r1.files[i].first;
@@ -74,10 +75,33 @@ TEST_F(GenTest, WritesEveryFileTheSameWayTwice) {
   EXPECT_NE(h.find("std::size_t mlp_workspace_size(int64_t M);"), std::string::npos) << h;
   EXPECT_NE(h.find("std::string gemm_explain(kiln::TensorView a, kiln::TensorView b, kiln::TensorView c);"),
             std::string::npos);
-  // the x86 kernels exist only on x86, with the flags they need named
-  const std::string& avx2 = file(r1, "lib_a_x86_64_avx2.c");
-  EXPECT_NE(avx2.find("#if defined(__x86_64__)"), std::string::npos);
-  EXPECT_NE(avx2.find("compile with: -mavx2 -mfma"), std::string::npos);
+  // the x86 kernels are x86-64 ELF objects defining the functions the C of `cpu` defines, under
+  // their target's names; the dispatch declares and calls them only on x86
+  const std::string& avx2 = file(r1, "lib_a_x86_64_avx2.o");
+  ASSERT_GT(avx2.size(), 20u);
+  EXPECT_EQ(avx2.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(uint8_t(avx2[4]), 2u);                             // 64-bit
+  EXPECT_EQ(uint8_t(avx2[18]) | uint8_t(avx2[19]) << 8, 62u);  // EM_X86_64
+  const std::string& cpu = file(r1, "lib_a_cpu.c");
+  size_t functions = 0;
+  for (size_t at = 0; (at = cpu.find("\nvoid ", at)) != std::string::npos; ++at, ++functions) {
+    std::string fn = cpu.substr(at + 6, cpu.find('(', at) - at - 6);
+    ASSERT_TRUE(fn.ends_with("_cpu")) << fn;
+    std::string obj_fn = fn.substr(0, fn.size() - 3) + "x86_64_avx2";
+    EXPECT_NE(avx2.find(std::string(1, '\0') + obj_fn + std::string(1, '\0')), std::string::npos) << obj_fn;
+  }
+  EXPECT_GT(functions, 4u);
+  const std::string& dispatch = file(r1, "lib_a_dispatch.cpp");
+  EXPECT_NE(dispatch.find("#if defined(__x86_64__)\nextern \"C\" {\nvoid lib_gemm_"), std::string::npos) << dispatch;
+  // --keep-ir: each object's LLVM IR beside it, listed with the library's files
+  o.keep_ir = true;
+  emit::GenResult ir = emit::generate(o);
+  ASSERT_TRUE(ir.ok) << ir.errors;
+  EXPECT_EQ(file(ir, "lib_a_x86_64_avx2.o"), avx2);
+  EXPECT_NE(file(ir, "lib_a_x86_64_avx2.ll").find("define void @lib_gemm_"), std::string::npos);
+  EXPECT_NE(file(ir, "lib.manifest.json").find("\"lib_a_x86_64_avx512.ll\""), std::string::npos);
 }
 
 TEST_F(GenTest, VariantsAreEveryBucketCombinationMostSpecificFirst) {
@@ -275,9 +299,14 @@ TEST_F(GenTest, NamesTheGeneratedCodeCannotHaveAreRefusedOrRespelled) {
   for (const char* dialect : {"c++17", "c++20", "gnu++17", "gnu++20"})
     compiles(std::string(cxx ? cxx : "c++") + " -std=" + dialect + " -Wall -Wextra -Werror -fsyntax-only -I'" +
              include + "'" + cxx_headers + " '" + (dir / "names_names_dispatch.cpp").string() + "'");
-  for (const char* target : {"cpu", "x86_64_avx2"})
-    compiles(std::string(cc ? cc : "cc") + " -std=c99 -Wall -Wextra -Werror -fsyntax-only -I'" + include + "'" +
-             c_headers + " '" + (dir / ("names_names_" + std::string(target) + ".c")).string() + "'");
+  compiles(std::string(cc ? cc : "cc") + " -std=c99 -Wall -Wextra -Werror -fsyntax-only -I'" + include + "'" +
+           c_headers + " '" + (dir / "names_names_cpu.c").string() + "'");
+  // the object's functions link under the names the dispatch declares: both in one program
+  compiles(std::string(cxx ? cxx : "c++") + " -std=c++17 -I'" + include + "' -c -o '" + (dir / "d.o").string() + "' '" +
+           (dir / "names_names_dispatch.cpp").string() + "' && " + (cc ? cc : "cc") + " -r -nostdlib -o '" +
+           (dir / "all.o").string() + "' '" + (dir / "d.o").string() + "' '" +
+           (dir / "names_names_x86_64_avx2.o").string() + "' && ! nm -u '" + (dir / "all.o").string() +
+           "' | grep -E '_x86_64_avx2$'");
 }
 
 // A build may write each spec's files in its own run (Bazel: one action per spec and per spec and
@@ -310,7 +339,7 @@ TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
   for (const auto& [n, text] : lib.files) split[n] = text;
   ASSERT_EQ(split.size(), all.files.size());
   for (const auto& [n, text] : all.files) EXPECT_EQ(split[n], text) << n;
-  EXPECT_EQ(split.count("lib_my_net_x86_64_avx2.c"), 1u);  // the part name: the file name, an identifier
+  EXPECT_EQ(split.count("lib_my_net_x86_64_avx2.o"), 1u);  // the part name: the file name, an identifier
   EXPECT_EQ(emit::part_name("x/y/my-net.v2.kiln"), "my_net_v2");
 
   // the library run finds what one run finds: a kernel two specs define, stale or foreign parts

@@ -12,10 +12,12 @@ remote caching and remote execution work and a changed spec re-runs only its own
 The files are byte for byte those kiln_add_library() (CMake) writes for the same specs and targets.
 
 `targets` defaults to what the target runs (`//bazel:x86_64`: an x86_64 platform and the Unix
-toolchain, --cpu=k8): all three there, else `cpu`. The x86 kernel files get their ISA flags there
-only (elsewhere they compile to nothing); the dispatch picks them at run time on CPUs that have
-the instructions. The kernel files are compiled with -O3 in every compilation mode (fastbuild, dbg,
-opt; dbg keeps -g); `--define=kiln_optimize_kernels=false` gives them the mode's flags alone.
+toolchain, --cpu=k8): the x86_64 targets and the portable ones there, else the portable ones
+(`kiln targets` lists them). An object target's kernels are kiln's objects, linked as they are
+and only there; a C target's files are compiled with its flags. The dispatch picks a target's
+variants at run time on CPUs that have its features. The C kernel files are compiled with -O3 in
+every compilation mode (fastbuild, dbg, opt; dbg keeps -g); `--define=kiln_optimize_kernels=false`
+gives them the mode's flags alone.
 """
 
 load("@kiln_targets//:table.bzl", "TARGETS")
@@ -142,7 +144,7 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
       name: the library: a C identifier, its C++ namespace and the header's name (name.h).
       specs: the .kiln spec files (labels); their file names must differ.
       targets: kiln targets (`kiln targets` lists them), may be a select();
-        default: all three on x86_64, else "cpu".
+        default: the targets of the platform's architecture and the portable ones.
       visibility, tags, testonly: as for any rule, on every target this makes.
       **kwargs: more cc_library attributes for `name` (e.g. linkstatic, alwayslink).
 
@@ -170,17 +172,31 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
 
     # one library per target: a C target's kernel files with its flags (where its architecture is),
     # and -O3 in every compilation mode (//bazel:kernels_unoptimized turns that off); an object
-    # target's objects, made by kiln, are linked as they are
+    # target's objects, made by kiln, linked as they are
     kernel_libs = []
     for _, suffix, flags, arch in _TARGETS:
         symbol = _symbol(suffix)
+        files = [":%s_kernels_%s" % (name, symbol)]
         if arch == "x86_64":
             arch_flags = select({str(Label("//bazel:x86_64")): flags, "//conditions:default": []})
+            arch_files = select({str(Label("//bazel:x86_64")): files, "//conditions:default": []})
         else:
             arch_flags = flags
+            arch_files = files
+        if suffix.endswith(".o"):
+            # kiln's objects, linked as they are (where their architecture is)
+            cc_library(
+                name = "%s_kernels_%s_lib" % (name, symbol),
+                srcs = arch_files,
+                linkopts = ["-lm"],
+                visibility = ["//visibility:private"],
+                **common
+            )
+            kernel_libs.append(":%s_kernels_%s_lib" % (name, symbol))
+            continue
         cc_library(
             name = "%s_kernels_%s_lib" % (name, symbol),
-            srcs = [":%s_kernels_%s" % (name, symbol)],
+            srcs = files,
             copts = select({
                 str(Label("//bazel:kernels_unoptimized")): [],
                 "//conditions:default": ["-O3"],

@@ -1,4 +1,4 @@
-# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR])
+# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR] [C_SOURCES])
 #
 # Runs `kiln gen` in the build on the specs, for the targets (`kiln targets` lists them), and makes <lib> a static library of the generated dispatch and kernels that carries its include
 # directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
@@ -8,6 +8,8 @@
 # target's variants at run time only on CPUs that have its features. The target names, file names
 # and flags come from kiln's one table (generator/target/), read once per configure: from the
 # installed kiln, or, in kiln's own build, from a printer of the table compiled at configure time.
+# KEEP_IR writes each object's LLVM IR beside it; C_SOURCES makes every target's kernels C instead
+# of objects (compiled here with the target's flags: to debug them, or to use your own compiler).
 #
 # The kernel files are compiled optimized (-O3, after the build mode's own flags, so it wins) in
 # every build mode: Debug, RelWithDebInfo, MinSizeRel, no build type and multi-config generators
@@ -38,7 +40,7 @@ function(_kiln_target_table out)
 endfunction()
 
 function(kiln_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR" "" "SPECS;TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_library(${name}): unknown arguments: ${KILN_UNPARSED_ARGUMENTS}")
   endif()
@@ -123,6 +125,9 @@ function(kiln_add_library name)
     set(i ${entry_${target}})
     string(JSON symbol GET "${table}" ${i} symbol)
     string(JSON extension GET "${table}" ${i} extension)
+    if(KILN_C_SOURCES)  # every target's kernels as C, compiled here with the target's flags
+      set(extension ".c")
+    endif()
     string(JSON arch GET "${table}" ${i} arch)
     string(JSON nflags LENGTH "${table}" ${i} c_flags)
     set(flags "")
@@ -169,6 +174,9 @@ function(kiln_add_library name)
   set(KILN_GEN_FLAGS "")
   if(KILN_KEEP_IR)  # each object's LLVM IR beside it, to read (kiln gen --keep-ir)
     list(APPEND KILN_GEN_FLAGS --keep-ir)
+  endif()
+  if(KILN_C_SOURCES)
+    list(APPEND KILN_GEN_FLAGS --c-sources)
   endif()
 
   add_custom_command(

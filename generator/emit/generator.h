@@ -148,6 +148,8 @@ class Generator {
   // kernels.cpp
   std::string kernels_c(size_t fi, size_t ti) const;
   std::string kernels_module(size_t fi, size_t ti) const;
+  // what kiln writes for t in this run: its output kind, or C for every target (c_sources)
+  target::Output output(const Target& t) const;
   // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c or .o
   std::string kernel_file(size_t fi, size_t ti) const;
 

@@ -44,9 +44,11 @@ std::string Generator::kernels_module(size_t fi, size_t ti) const {
   return render::render_llvm_module(t, kernel_file(fi, ti), ks);
 }
 
+target::Output Generator::output(const Target& t) const { return o_.c_sources ? target::Output::CSource : t.output; }
+
 std::string Generator::kernel_file(size_t fi, size_t ti) const {
   const Target& t = *targets_[ti];
-  return o_.name + "_" + files_[fi].part + "_" + t.symbol + (t.output == target::Output::Object ? ".o" : ".c");
+  return o_.name + "_" + files_[fi].part + "_" + t.symbol + (output(t) == target::Output::Object ? ".o" : ".c");
 }
 
 // LLVM compiles each module on its own (its own context and target machine), so the modules of a

@@ -31,7 +31,7 @@ GenResult Generator::run() {
     }
     if (o_.emit != Emit::Spec)
       for (size_t t = 0; t < targets_.size(); ++t) {
-        if (targets_[t]->output == target::Output::CSource) {
+        if (output(*targets_[t]) == target::Output::CSource) {
           r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
           continue;
         }

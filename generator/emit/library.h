@@ -46,8 +46,9 @@ struct GenOptions {
   std::vector<std::string> targets;  // target names, each at most once
   std::vector<std::string> specs;    // spec file paths
   Emit emit = Emit::All;
-  std::string parts_dir;  // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
-  bool keep_ir = false;   // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
+  std::string parts_dir;   // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
+  bool c_sources = false;  // every target's kernels as C (an object target's with its c_flags), no objects
+  bool keep_ir = false;    // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
 };
 
 // The part of the file names a spec's files carry: its file name without `.kiln`, every character

@@ -21,9 +21,9 @@ std::string Generator::manifest_part(size_t fi) const {
     const Target* t = targets_[ti];
     json tj;
     tj["name"] = t->name;
-    tj["output"] = t->output == target::Output::Object ? "object" : "c";
+    tj["output"] = output(*t) == target::Output::Object ? "object" : "c";
     tj["file"] = kernel_file(fi, ti);
-    tj["flags"] = t->output == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
+    tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
     ts.push_back(tj);
   }
@@ -31,7 +31,7 @@ std::string Generator::manifest_part(size_t fi) const {
   json files = json::array({prefix + ".h", prefix + "_dispatch.cpp"});
   for (size_t ti = 0; ti < targets_.size(); ++ti) {
     files.push_back(kernel_file(fi, ti));
-    if (o_.keep_ir && targets_[ti]->output == target::Output::Object)
+    if (o_.keep_ir && output(*targets_[ti]) == target::Output::Object)
       files.push_back(prefix + "_" + targets_[ti]->symbol + ".ll");
   }
   files.push_back(prefix + ".manifest.json");
@@ -118,9 +118,9 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
   for (const Target* t : targets_) {
     json tj;
     tj["name"] = t->name;
-    tj["output"] = t->output == target::Output::Object ? "object" : "c";
+    tj["output"] = output(*t) == target::Output::Object ? "object" : "c";
     tj["files"] = json::array();
-    tj["flags"] = t->output == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
+    tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
     ts.push_back(tj);
   }

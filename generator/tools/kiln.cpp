@@ -456,6 +456,8 @@ static int run(int argc, char** argv) {
       ->required();
   gen->add_option("specs", gen_opts.specs, "spec files")->required();
   std::string emit = "all";
+  gen->add_flag("--c-sources", gen_opts.c_sources,
+                "write every target's kernels as C, to compile with the target's c_flags (no objects)");
   gen->add_flag("--keep-ir", gen_opts.keep_ir,
                 "also write each object's LLVM IR beside it (<name>_<part>_<target>.ll)");
   gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")

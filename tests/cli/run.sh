@@ -271,6 +271,14 @@ check "gen --keep-ir: the IR is the object's module" "1" "$(grep -c '^target tri
 check "gen --keep-ir: the same object" "" "$(cmp "$tmp/obj-before" "$tmp/all/lib_one_x86_64_avx2.o" 2>&1)"
 "$kiln" gen --name lib --out "$tmp/all" --target cpu,x86_64-avx2 "$tmp/one.kiln"
 check "gen without --keep-ir removes the IR" "" "$(ls "$tmp/all" | grep '\.ll$')"
+# --c-sources: every target's kernels as C, an object target's with its flags named and only on its
+# architecture
+"$kiln" gen --name lib --out "$tmp/csrc" --c-sources --target cpu,x86_64-avx2 "$tmp/one.kiln"
+check "gen --c-sources: C for every target" "lib_one_cpu.c lib_one_x86_64_avx2.c" "$(ls "$tmp/csrc" | grep -E '_(cpu|x86_64_avx2)\.[co]$' | xargs)"
+check "gen --c-sources: the target's flags" "1" "$(grep -c '^/\* compile with: -mavx2 -mfma \*/$' "$tmp/csrc/lib_one_x86_64_avx2.c")"
+check "gen --c-sources: only on x86_64" "1" "$(grep -c '^#if defined(__x86_64__)$' "$tmp/csrc/lib_one_x86_64_avx2.c")"
+check "gen --c-sources: the manifest says C" "c c" \
+  "$(python3 -c 'import json,sys; print(" ".join(t["output"] for t in json.load(open(sys.argv[1]))["targets"]))' "$tmp/csrc/lib.manifest.json")"
 "$kiln" gen --emit library --name lib --out "$tmp/none" --target cpu "$tmp/one.kiln" 2>"$tmp/err"
 check "gen --emit library without parts" "1 $tmp/none/lib_one.manifest.json: error: cannot open (No such file or directory) (kiln gen --emit spec $tmp/one.kiln writes it)" "$? $(cat "$tmp/err")"
 

@@ -673,6 +673,13 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
   EXPECT_GE(ran, 1);  // cpu runs everywhere
 }
 
+TEST_F(CodegenTest, ALanesIndexStoredAsAValueIsEveryLanesOwn) {
+  // out[i] = i: the lane's index is index math, not a vector of the lanes (a broadcast of the
+  // first lane's index stored 0, 0, ..., 16, 16, ...)
+  Tensor x = input("x", {256}, dtypes::int32);
+  expect_matches({Tensor::arange(ctx, 256).cast(dtypes::int32), Tensor::arange(ctx, 256).cast(dtypes::int32) + x});
+}
+
 TEST_F(CodegenTest, LoopsVectorsCannotExpressStayScalar) {
   // a transposed read (stride 128), a gated read (padding), float64 next to float32 in one loop:
   // the renderer keeps these loops scalar, and they still compute the right values

@@ -10,6 +10,7 @@
 #include "generator/codegen/pipeline.h"
 #include "generator/ir/text.h"
 #include "generator/ir/verify.h"
+#include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
 #include "generator/target/target.h"
 #include "tests/unit/kernel_interp.h"
@@ -285,6 +286,9 @@ TEST(Vectorize, AScalarLoopReadsAnAccumulatorOfVectorsByElement) {
   interp::Buf xb = buf(f32, in_v), yb(f32, 1);
   run(v, {&yb, &xb});
   EXPECT_EQ(yb.doubles()[0], 63.0 * 64 / 2);
+  std::string c = render::render_c(codegen::linearize(v), "k", {});
+  EXPECT_NE(c.find("kiln_vf32x4 acc0[4];"), std::string::npos) << c;        // 16 lanes: 4 vectors
+  EXPECT_NE(c.find("acc0[ridx3 / 4][ridx3 % 4]"), std::string::npos) << c;  // lane i % 4 of vector i / 4
 }
 
 // ---------------------------------------------------------------- the pipeline and the verifier
@@ -340,4 +344,31 @@ TEST(Vectorize, TheVerifierAcceptsVectorFormsAndRejectsMalformedOnes) {
   rejects(g.ctx.make(Op::LOAD, f32.vec(8), {g.ctx.make(Op::AFTER, p->dtype, {p})}), "consecutive elements");
   rejects(g.ctx.make(Op::LOAD, dtypes::int32.vec(8), {g.index(p, i)}), "consecutive elements");
   rejects(g.ctx.make(Op::STORE, dtypes::void_, {g.index(p, i), bits}), "consecutive elements");
+}
+
+// ---------------------------------------------------------------- the C renderer writes it as it is
+
+TEST(Vectorize, TheCRendererWritesVectorsOfTheirOwnWidth) {
+  Graph g;
+  const UOp* v = codegen::vectorize_lanes(axpb(g, 16), 32);
+  std::string c = render::render_c(codegen::linearize(v), "k", {});
+  size_t fn = c.find("void k(");
+  ASSERT_NE(fn, std::string::npos) << c;
+  EXPECT_NE(c.find("typedef float kiln_vf32x8 __attribute__((vector_size(32)));"), std::string::npos) << c;
+  EXPECT_EQ(c.find("vector_size(16)"), std::string::npos) << c;  // only the widths the kernel uses
+  EXPECT_EQ(c.substr(fn),
+            "void k(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n"
+            "  (void)bufs;\n"
+            "  (void)vars;\n"
+            "  (void)cores;\n"
+            "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n"
+            "  float* restrict data0 = (float*)bufs[0];  /* p0 */\n"
+            "  const float* restrict data1 = (const float*)bufs[1];  /* p1 */\n"
+            "  #pragma GCC unroll 2\n"
+            "  for (int32_t ridx0 = 0; ridx0 < 2; ridx0++) {\n"
+            "    const int32_t alu0 = ridx0 * 8;\n"
+            "    const kiln_vf32x8 val1 = kiln_load_vf32x8(&data1[alu0]);\n"
+            "    kiln_store_vf32x8(&data0[alu0], ((val1 * kiln_splat_vf32x8(2.0f)) + kiln_splat_vf32x8(1.0f)));\n"
+            "  }\n"
+            "}\n");
 }

@@ -661,16 +661,24 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
     EXPECT_NE(src.find("kiln_vi32" + lanes), std::string::npos) << t.name << "\n" << src;
     EXPECT_NE(src.find("kiln_vf32" + lanes), std::string::npos) << t.name << "\n" << src;
     EXPECT_NE(src.find("kiln_vf64x" + std::to_string(t.vector_bytes / 8)), std::string::npos) << t.name << "\n" << src;
-    if (!runs_here(t)) continue;
-    ++ran;
-    std::vector<std::string> flags = kStrict;
-    flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
-    crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
-    for (int64_t len : {1, 64, 65, 300})
-      for (int64_t cores : {1, 3})
-        EXPECT_EQ(compare(p, lib, {{"N", len}, {".cores", cores}}, 7), "") << t.name << " N=" << len << "\n" << src;
+    // with its flags where this machine runs them, and without (any machine: the compiler lowers
+    // vectors wider than its ISA's, and the C stays warning-free)
+    std::vector<std::vector<std::string>> builds{kStrict};
+    if (runs_here(t) && !t.c_flags.empty()) {
+      builds.push_back(kStrict);
+      builds.back().insert(builds.back().end(), t.c_flags.begin(), t.c_flags.end());
+      ++ran;
+    }
+    for (const auto& flags : builds) {
+      crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
+      for (int64_t len : {1, 64, 65, 300})
+        for (int64_t cores : {1, 3})
+          EXPECT_EQ(compare(p, lib, {{"N", len}, {".cores", cores}}, 7), "")
+              << t.name << " (" << flags.size() - kStrict.size() << " ISA flags) N=" << len << "\n"
+              << src;
+    }
   }
-  EXPECT_GE(ran, 1);  // cpu runs everywhere
+  if (ran == 0) std::cout << "no x86 target runs here: their C was checked without ISA flags only\n";
 }
 
 TEST_F(CodegenTest, ALanesIndexStoredAsAValueIsEveryLanesOwn) {

@@ -41,9 +41,10 @@ const PatternMatcher& pm_simplify_ranges();
 // for it, and throws InternalError naming what needs another target.
 const UOp* check_no_movement_ops(const UOp* sink);   // early movement ops
 const UOp* check_no_local_buffers(const UOp* sink);  // local buffers
-const UOp* check_scalar(const UOp* sink);            // devectorize (and so memory coalescing: no vectors to group)
 const UOp* check_gates(const UOp* sink);             // move gates
 const UOp* check_no_barriers(const UOp* sink);       // implicit barriers
+// devectorize: no vector is wider than the target's vector registers (`vector_bytes`)
+const UOp* check_vector_widths(const UOp* sink, int vector_bytes);
 
 // add loads (loads.cpp): an INDEX read as a value becomes LOAD(INDEX); a STORE's target stays.
 const PatternMatcher& pm_add_loads();
@@ -85,6 +86,12 @@ const PatternMatcher& pm_renderer_rules();
 
 // commit weak (weak.cpp): weak constants take the dtype of the op they feed.
 const PatternMatcher& pm_commit_weak();
+
+// vectorize (vectorize.cpp): each Lane loop elementwise over its lanes (W of them, a constant)
+// becomes a loop of W / n iterations over vectors of n lanes, n * itemsize = vector_bytes: vector
+// LOADs and STOREs of consecutive elements, lanewise ALU ops, STACK broadcasts, accumulators as
+// BUFFERs of vectors (the contract: ops.def). Loops it cannot express stay scalar.
+const UOp* vectorize_lanes(const UOp* sink, int vector_bytes);
 
 // linearize (linearize.cpp): the kernel as a list in execution order. A RANGE opens its loop and
 // the END of that range closes it; every other node sits in the innermost loop of the ranges it

@@ -39,6 +39,8 @@ class Stages {
 
 const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   Stages st(opts);
+  if (!opts.target) throw InternalError("the pipeline needs a target (PipelineOptions::target)");
+  const target::Target& target = *opts.target;
   ReduceContext reduces;
   const UOp* s = st.done(ast, "kernel ast");
   s = st.done(check_no_movement_ops(s), "early movement ops");  // the scheduler made them index math
@@ -58,11 +60,8 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  s = st.done(check_no_local_buffers(s), "local buffers");  // none on the CPU
-  s = st.done(add_gpudims(s), "gpu dims");                  // the Thread loop: the calling core's share of it
-  // the IR stays scalar: a Lane loop is the vector, and the C renderer writes it with vector types
-  s = st.done(check_scalar(s), "devectorize");
-  s = st.done(s, "memory coalescing");  // the renderer's: a Lane loop's consecutive elements are one vector access
+  s = st.done(check_no_local_buffers(s), "local buffers");   // none on the CPU
+  s = st.done(add_gpudims(s), "gpu dims");                   // the Thread loop: the calling core's share of it
   s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
   s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
   s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed
@@ -71,17 +70,20 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   s = st.rewrite(s, pm_renderer_rules(), "renderer rules");  // C's / and % where they agree with floor
   s = st.rewrite(s, pm_commit_weak(), "commit weak");        // literals take the dtype of their op
   s = st.done(check_no_barriers(s), "implicit barriers");    // no local memory, so none
+  // on the final graph (after decompositions and commit weak): what it qualifies is what renderers get
+  s = st.done(vectorize_lanes(s, target.vector_bytes), "vectorize");        // Lane loops as the target's vectors
+  s = st.done(check_vector_widths(s, target.vector_bytes), "devectorize");  // none wider than its registers
   // control flow: the linearizer nests each node in the loops it depends on (linearize.cpp)
   return s;
 }
 
 const std::vector<std::string_view>& stage_names() {
   static const std::vector<std::string_view> names = {
-      "kernel ast",      "early movement ops", "split ranges",      "initial symbolic",  "load collapse",
-      "simplify ranges", "apply opts",         "expander",          "post-opt symbolic", "add loads",
-      "remove reduces",  "local buffers",      "gpu dims",          "devectorize",       "memory coalescing",
-      "split ends",      "lower index dtype",  "final symbolic",    "decompositions",    "move gates",
-      "renderer rules",  "commit weak",        "implicit barriers", "linearize"};
+      "kernel ast",        "early movement ops", "split ranges", "initial symbolic",  "load collapse",
+      "simplify ranges",   "apply opts",         "expander",     "post-opt symbolic", "add loads",
+      "remove reduces",    "local buffers",      "gpu dims",     "split ends",        "lower index dtype",
+      "final symbolic",    "decompositions",     "move gates",   "renderer rules",    "commit weak",
+      "implicit barriers", "vectorize",          "devectorize",  "linearize"};
   return names;
 }
 

@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "generator/ir/uop.h"
+#include "generator/target/target.h"
 
 namespace kiln::codegen {
 
 struct PipelineOptions {
+  // where the kernel runs: its vector width decides how Lane loops become vectors (vectorize)
+  const target::Target* target = target::find("cpu");
   // called after every stage with its name and result (kiln --dump-after, tests)
   std::function<void(std::string_view stage, const UOp* sink)> after_stage;
   bool verify = true;    // run the IR verifier after every stage (InternalError naming the stage)

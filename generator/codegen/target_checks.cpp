@@ -6,9 +6,10 @@
 // kernel indeed gives it none (a kernel that did would need a target this one is not):
 //   local buffers:     no local (shared) memory: opts refuse LOCAL and GROUP, so no range is
 //                      Local or GroupReduce and no buffer lives in local memory.
-//   devectorize:       no vector values: kiln's vector axis is the Lane loop, which stays a loop
-//   memory coalescing: of scalar code that the C compiler vectorizes (bench_kernels measures it),
-//                      so there are no vector loads to split or group.
+//   devectorize:       the seeds split vectors to the widths the target supports; kiln's vectors
+//                      are made by vectorize at the target's width, so the check is that none is
+//                      wider than its vector registers (memory coalescing, grouping consecutive
+//                      accesses into vector ones, is vectorize's own: it makes them vector accesses).
 //   implicit barriers: with no local memory, no access needs a workgroup barrier.
 //   move gates:        the C renderer guards an access by the gate of its INDEX,
 //                      INDEX(buf, WHERE(valid, i, Invalid)), so gates stay there; the check is
@@ -48,9 +49,14 @@ const UOp* check_no_local_buffers(const UOp* sink) {
   return sink;
 }
 
-const UOp* check_scalar(const UOp* sink) {
-  for (const UOp* u : toposort(sink))
-    if (u->dtype.count > 1) needs_another_target("devectorize", u, "has a vector value");
+const UOp* check_vector_widths(const UOp* sink, int vector_bytes) {
+  for (const UOp* u : toposort(sink)) {
+    DType d = u->dtype.elem();
+    if (d.count > 1 && itemsize(d) > vector_bytes)
+      throw InternalError("stage 'devectorize': a vector of " + std::to_string(itemsize(d)) + " bytes (" +
+                          std::string(op_name(u->op)) + " " + to_string(u->dtype) + "), wider than the target's " +
+                          std::to_string(vector_bytes));
+  }
   return sink;
 }
 

@@ -59,7 +59,7 @@ enum class AxisType : uint8_t {
   Thread,
   Placeholder,
   Loop,
-  Lane,  // a short innermost loop over consecutive elements, kept for the C compiler to vectorize
+  Lane,  // a short innermost loop over consecutive elements: vectorize makes it vectors of the target's width
 };
 std::string_view axis_type_name(AxisType t);  // lowercase: "loop", "reduce", ...
 

@@ -46,13 +46,38 @@ std::optional<std::string> verify_node(const UOp* u) {
       return nsrc(1);
     case Op::CAST:
     case Op::BITCAST:
-      return nsrc(1);
+      if (auto e = nsrc(1)) return e;
+      if (u->src(0)->dtype.count != u->dtype.count) return "a cast keeps the number of lanes";
+      return std::nullopt;
+    case Op::STACK: {  // a vector of its lanes (the frontend's shape STACKs are not vectors)
+      if (u->dtype.count < 2) return std::nullopt;
+      if (auto e = nsrc(u->dtype.count)) return e;
+      for (const UOp* s : u->src())
+        if (!compatible(u->dtype.base(), s)) return "a STACK's lanes are scalars of its element dtype";
+      return std::nullopt;
+    }
+    case Op::INDEX:
+      if (u->dtype.count != 1) return "an INDEX addresses a scalar element (a vector access is the LOAD's or STORE's)";
+      return std::nullopt;
+    case Op::LOAD:
+      if (u->dtype.count > 1 && (u->nsrc() < 1 || u->src(0)->op != Op::INDEX ||
+                                 u->src(0)->dtype.scalar != u->dtype.scalar || u->src(0)->dtype.count != 1))
+        return "a vector LOAD reads consecutive elements at an INDEX of its element dtype";
+      return std::nullopt;
+    case Op::STORE:
+      if (u->nsrc() == 2 && u->src(1)->dtype.count > 1 &&
+          (u->src(0)->op != Op::INDEX || u->src(0)->dtype.scalar != u->src(1)->dtype.scalar))
+        return "a vector STORE writes consecutive elements at an INDEX of its element dtype";
+      return std::nullopt;
     default:
       break;
   }
   if (!is_alu(u->op)) return std::nullopt;
   size_t n = in_group(u->op, G_UNARY) ? 1 : in_group(u->op, G_BINARY) ? 2 : 3;
   if (auto e = nsrc(n)) return e;
+  for (const UOp* s : u->src())  // lanewise: every operand has the op's lanes
+    if (s->dtype.count != u->dtype.count && !s->is_invalid())
+      return "operand of " + std::to_string(s->dtype.count) + " lane(s) in an op of " + std::to_string(u->dtype.count);
   if (in_group(u->op, G_COMPARISON)) {
     if (!is_bool(u->dtype)) return "a comparison is bool";
     return std::nullopt;

@@ -7,10 +7,11 @@
 // not shared does all of it on core 0 and returns at once elsewhere). Ranges become for loops,
 // accumulators locals, index math plain C; integer math that range analysis cannot prove
 // overflow-free wraps explicitly (through unsigned arithmetic), so the C has no undefined
-// behaviour where the IR has none. A Lane loop whose body is elementwise over its lanes is written
-// with GNU C vector types as wide as the ISA the C is compiled for (KILN_VBYTES: 64 bytes with
-// AVX-512, 32 with AVX, else 16), in chunks of one vector: consecutive elements are one vector load
-// or store (unaligned: memcpy), accumulators arrays of vectors. Other loops stay scalar loops.
+// behaviour where the IR has none. Vector values (the vector IR of ops.def, made by the
+// vectorize stage at the target's width) are GNU C vector types of their own width
+// (kiln_vf32x16: 16 floats, 64 bytes), their typedefs and helpers written before the first kernel
+// that needs them; vector loads and stores are unaligned (memcpy), accumulators of vectors arrays
+// of them, and a loop over vectors is unrolled so that they stay in registers.
 #pragma once
 
 #include <span>

@@ -228,7 +228,7 @@ check "codegen dump-after header" "// ---- gemm_0 after remove reduces" "$(head 
 check "codegen dump-after has the accumulators" 4 "$(grep -c 'BUFFER:float\*reg' "$tmp/out")"
 check "codegen dump-all dumps every stage" 24 "$("$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-all | grep -c '^// ---- gemm_0 after ')"
 "$kiln" codegen "$here/specs/ok.kiln" --dump-after nonsense >/dev/null 2>"$tmp/err"
-check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, early movement ops, split ranges, initial symbolic, load collapse, simplify ranges, apply opts, expander, post-opt symbolic, add loads, remove reduces, local buffers, gpu dims, devectorize, memory coalescing, split ends, lower index dtype, final symbolic, decompositions, move gates, renderer rules, commit weak, implicit barriers, linearize)" "$? $(cat "$tmp/err")"
+check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, early movement ops, split ranges, initial symbolic, load collapse, simplify ranges, apply opts, expander, post-opt symbolic, add loads, remove reduces, local buffers, gpu dims, split ends, lower index dtype, final symbolic, decompositions, move gates, renderer rules, commit weak, implicit barriers, vectorize, devectorize, linearize)" "$? $(cat "$tmp/err")"
 "$kiln" codegen "$here/specs/ok.kiln" --kernel nope >/dev/null 2>"$tmp/err"
 check "codegen unknown kernel" "1 kiln: error: no kernel named 'nope'" "$? $(cat "$tmp/err")"
 "$kiln" codegen "$here/specs/bad_shape.kiln" >"$tmp/out" 2>"$tmp/err"

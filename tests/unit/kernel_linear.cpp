@@ -1,4 +1,5 @@
 // The linear-program interpreter: a linearized kernel run the way the rendered C runs it.
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -17,7 +18,8 @@ using namespace detail;
 // Runs a linearized kernel the way the rendered C does: one pass over the list, a RANGE jumping
 // back from its END. A value is the latest evaluation of its node, and is visible only where C's
 // block scoping would show it: in the iteration of its loop that evaluated it, and in the loops
-// inside it. Accumulator registers (BUFFERs in the Reg space) hold `size` elements (lanes).
+// inside it. Accumulator registers (BUFFERs in the Reg space) hold `size` elements (lanes), each
+// a vector of n for a BUFFER of T.vec(n). Vector values (ops.def) are evaluated lane by lane.
 class LinearRun : Machine {
  public:
   LinearRun(std::span<const UOp* const> lin, std::string name, std::span<Buf* const> params, const Vars& vars)
@@ -67,6 +69,10 @@ class LinearRun : Machine {
         } else {
           stamp_[r->id] = 0;  // closed: what it evaluated is out of scope
         }
+      } else if (u->op == Op::STORE && u->src(1)->dtype.count > 1) {
+        store_vector(u);
+      } else if (is_vector(u)) {
+        set_vector(u);
       } else if (u->op == Op::STORE) {
         if (u->src(0)->op == Op::INDEX && !is_register(u->src(0)->src(0))) {
           store(u);
@@ -105,8 +111,89 @@ class LinearRun : Machine {
     evaluated_[u->id] = s ? stamp_[s->id] : 1;
   }
 
+  static bool is_vector(const UOp* u) { return u->dtype.count > 1 && !u->dtype.ptr; }
+
+  // a vector value: its lanes, each by the scalar semantics (operand() reads lane lane_ of vectors)
+  void set_vector(const UOp* u) {
+    size_t n = u->dtype.count;
+    std::vector<ConstValue> lanes(n);
+    if (u->op == Op::STACK) {
+      if (u->nsrc() != n) fail(u, "a STACK of " + std::to_string(u->nsrc()) + " lanes");
+      for (size_t k = 0; k < n; ++k) lanes[k] = operand(u->src(k));
+    } else if (u->op == Op::LOAD) {
+      auto [first, read] = vector_access(u, u->src(0), n);
+      for (size_t k = 0; k < n; ++k) lanes[k] = read(first + int64_t(k));
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        lane_ = int(k);
+        lanes[k] = value(u);
+        lane_ = -1;
+      }
+    }
+    vectors_[u] = std::move(lanes);
+    set(u, ConstValue::of_int(0));  // stamps its scope
+  }
+
+  void store_vector(const UOp* st) {
+    if (st->nsrc() != 2) fail(st, "a gated vector store");
+    const UOp* idx = st->src(0);
+    size_t n = st->src(1)->dtype.count;
+    operand(st->src(1));  // in scope
+    const std::vector<ConstValue>& v = vectors_.at(st->src(1));
+    if (idx->op != Op::INDEX) fail(st, "a vector store needs an INDEX");
+    int64_t first = operand(idx->src(1)).i;
+    if (!is_register(idx->src(0))) {
+      Access a = access(idx);
+      if (!a.valid) fail(st, "a vector store at an invalid index");
+      if (st->src(1)->dtype.base() != a.buf->dtype()) fail(st, "stores a vector of another dtype");
+      if (first + int64_t(n) > a.buf->numel()) fail(st, "a vector store past the end of the buffer");
+      for (size_t k = 0; k < n; ++k) a.buf->set(first + int64_t(k), v[k]);
+      return;
+    }
+    const UOp* acc = accumulator(st, idx->src(0));
+    if (acc->dtype.elem() != st->src(1)->dtype) fail(st, "stores a vector into an accumulator of other vectors");
+    if (first < 0 || first % int64_t(n) != 0 || first / int64_t(n) >= acc->arg<ParamArg>().size)
+      fail(st, "vector " + std::to_string(first) + " out of bounds or not aligned");
+    for (size_t k = 0; k < n; ++k) regs_[{acc->arg<ParamArg>().slot, first + int64_t(k)}] = v[k];
+  }
+
+  // the first element a vector LOAD reads, and how to read element i
+  std::pair<int64_t, std::function<ConstValue(int64_t)>> vector_access(const UOp* u, const UOp* idx, size_t n) {
+    if (idx->op != Op::INDEX || idx->nsrc() != 2) fail(u, "a vector load needs an ungated INDEX");
+    int64_t first = operand(idx->src(1)).i;
+    if (!is_register(idx->src(0))) {
+      Access a = access(idx);
+      if (!a.valid || first + int64_t(n) > a.buf->numel()) fail(u, "a vector load past the end of the buffer");
+      Buf* b = a.buf;
+      return {first, [this, b, u](int64_t i) {
+                ConstValue v = b->get(i);
+                if (v.is_invalid()) fail(u, "reads a bool that was never written");
+                return v;
+              }};
+    }
+    const UOp* acc = accumulator(u, idx->src(0));
+    if (first < 0 || first % int64_t(n) != 0 || first / int64_t(n) >= acc->arg<ParamArg>().size)
+      fail(u, "vector " + std::to_string(first) + " out of bounds or not aligned");
+    int32_t slot = acc->arg<ParamArg>().slot;
+    return {first, [this, slot, u](int64_t i) {
+              auto it = regs_.find({slot, i});
+              if (it == regs_.end()) fail(u, "reads an accumulator lane before it is set");
+              return it->second;
+            }};
+  }
+
   ConstValue operand(const UOp* u) override {
     if (pos_[u->id] < 0) fail(u, "used but not in the list");
+    if (is_vector(u)) {
+      ConstValue stamp = scoped(u);
+      (void)stamp;
+      if (lane_ < 0) return ConstValue::of_int(0);  // ordering only (a vector store reads it itself)
+      return vectors_.at(u)[size_t(lane_)];
+    }
+    return scoped(u);
+  }
+
+  ConstValue scoped(const UOp* u) {
     if (u->op == Op::RANGE) {
       if (stamp_[u->id] == 0) fail(u, "used outside its loop");
       return values_.at(u);
@@ -130,9 +217,9 @@ class LinearRun : Machine {
       addr = addr->src(0);
     }
     const UOp* acc = accumulator(user, addr);
-    if (lane < 0 || lane >= acc->arg<ParamArg>().size)
-      fail(user,
-           "register lane " + std::to_string(lane) + " out of bounds of " + std::to_string(acc->arg<ParamArg>().size));
+    int64_t size = acc->arg<ParamArg>().size * acc->dtype.elem().count;  // scalars (of vectors: their lanes)
+    if (lane < 0 || lane >= size)
+      fail(user, "register lane " + std::to_string(lane) + " out of bounds of " + std::to_string(size));
     return {acc, lane};
   }
 
@@ -173,7 +260,9 @@ class LinearRun : Machine {
   std::map<const UOp*, int64_t, bool (*)(const UOp*, const UOp*)> loop_end_{
       [](const UOp* a, const UOp* b) { return a->id < b->id; }};
   std::unordered_map<const UOp*, ConstValue> values_;
-  std::map<std::pair<int32_t, int64_t>, ConstValue> regs_;  // (accumulator slot, lane) -> value
+  std::map<std::pair<int32_t, int64_t>, ConstValue> regs_;           // (accumulator slot, lane) -> value
+  std::unordered_map<const UOp*, std::vector<ConstValue>> vectors_;  // a vector value's lanes
+  int lane_ = -1;  // the lane of the vector op being evaluated (-1: none)
   uint64_t clock_ = 1;
 };
 
@@ -194,7 +283,10 @@ void run_linear(std::span<const UOp* const> linear, std::span<Buf* const> params
 
 void run_stage(const UOp* sink, std::span<Buf* const> params_by_slot, const Vars& vars) {
   if (sink->op != Op::SINK) throw InterpError("run_stage: expected a SINK, got " + std::string(op_name(sink->op)));
-  if (has_op(sink, Op::REDUCE) || !has_op(sink, Op::BUFFER)) return run_kernel(sink, params_by_slot, vars);
+  bool vectors = false;  // the linear form runs vectors (the graph form runs the scalar kernels)
+  for (const UOp* u : toposort(sink)) vectors |= u->dtype.count > 1;
+  if (!vectors && (has_op(sink, Op::REDUCE) || !has_op(sink, Op::BUFFER)))
+    return run_kernel(sink, params_by_slot, vars);
   RewriteOptions ro;
   ro.name = "split ends";
   std::vector<const UOp*> lin = codegen::linearize(graph_rewrite(sink, codegen::pm_split_ends(), nullptr, ro));

@@ -110,8 +110,9 @@ class Machine {
     return a.slot;
   }
 
+  // (a vector op is evaluated lane by lane: the scalar semantics of its element dtype)
   ConstValue alu(const UOp* u, Op op, std::span<const ConstValue> args) const {
-    auto r = exec_alu(op, u->dtype, args);
+    auto r = exec_alu(op, u->dtype.base(), args);
     if (!r) {
       std::string ops;
       for (const ConstValue& a : args)
@@ -131,7 +132,7 @@ class Machine {
       case Op::WHERE: {
         ConstValue c = operand(u->src(0));
         if (c.is_invalid()) fail(u, "the condition is Invalid");
-        return truncate_to(u->dtype, operand(u->src(truthy(c) ? 1 : 2)));
+        return truncate_to(u->dtype.base(), operand(u->src(truthy(c) ? 1 : 2)));
       }
       case Op::CAST:
         return cast(u);
@@ -229,7 +230,7 @@ class Machine {
 
  private:
   ConstValue bitcast(const UOp* u) {
-    DType from = u->src(0)->dtype, to = u->dtype;
+    DType from = u->src(0)->dtype.base(), to = u->dtype.base();
     if (!is_storable(from) || !is_storable(to) || itemsize(from) != itemsize(to))
       fail(u, "bitcast from " + to_string(from) + " to " + to_string(to) + " not supported");
     std::byte bytes[8];

@@ -15,6 +15,7 @@
 #include "generator/ir/text.h"
 #include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
+#include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
@@ -26,10 +27,32 @@ namespace {
 
 const std::vector<std::string> kStrict = {"-Wall", "-Wextra", "-Werror"};
 
-std::string c_source(const schedule::Schedule& s) {
+std::string c_source(const schedule::Schedule& s, const target::Target* t = target::find("cpu")) {
+  codegen::PipelineOptions o;
+  o.target = t;
   std::string src;
-  for (const auto& k : s.kernels) src += codegen::compile_to_c(k.ast, s.vars).source;
+  for (const auto& k : s.kernels) src += codegen::compile_to_c(k.ast, s.vars, o).source;
   return src;
+}
+
+// whether this machine runs the C of target t (compiled with its flags)
+bool runs_here(const target::Target& t) {
+  if (t.arch == "any") return true;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  for (const std::string& f : t.runtime_features) {
+    bool has = f == "avx2"       ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+               : f == "avx512f"  ? __builtin_cpu_supports("avx512f")
+               : f == "avx512bw" ? __builtin_cpu_supports("avx512bw")
+               : f == "avx512dq" ? __builtin_cpu_supports("avx512dq")
+               : f == "avx512vl" ? __builtin_cpu_supports("avx512vl")
+               : f == "fma"      ? __builtin_cpu_supports("fma")
+                                 : false;
+    if (!has) return false;
+  }
+  return t.arch == "x86_64";
+#else
+  return false;
+#endif
 }
 
 struct Program {
@@ -198,11 +221,11 @@ TEST(CodegenOpts, MatmulIsRegisterTiled) {
   EXPECT_EQ(opts[2].str(), "THREAD(0)");  // the 64 / 8 row tiles, shared among the cores
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
   // 8 rows of 16 lane accumulators (as vectors), one loop over K, the lane loops inside it
-  EXPECT_NE(c.find("kiln_vf32 acc7[16 / KILN_V32];"), std::string::npos) << c;
+  EXPECT_NE(c.find("kiln_vf32x4 acc7[4];"), std::string::npos) << c;  // 16 lanes: 4 vectors of the cpu target
   size_t k_loops = 0;
   for (size_t p = c.find("ridx2 < 32"); p != std::string::npos; p = c.find("ridx2 < 32", p + 1)) ++k_loops;
   EXPECT_EQ(k_loops, 1u) << c;
-  size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[ridx5 / KILN_V32] = (val");
+  size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[alu10 / 4] = (val");
   EXPECT_LT(k, lane) << c;
 }
 
@@ -339,10 +362,17 @@ TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
     RandomProgram(uint64_t(seed)).build(*c.ctx, c.p.ins, c.p.outs, c.vars);
     c.vars[".cores"] = 1 + seed % 3;  // every core's call, in turn
     c.p.sched = schedule::schedule(c.p.ins, c.p.outs, "r" + std::to_string(seed));
-    src += c_source(c.p.sched);
+    src += c_source(c.p.sched, &target::targets()[size_t(seed) % target::targets().size()]);  // each width
     cases.push_back(std::move(c));
   }
-  crun::Library lib = crun::Library::compile(src, kStrict);  // one compile for all programs
+  // one compile for all programs, with the flags of the best target this machine runs
+  std::vector<std::string> flags = kStrict;
+  for (const target::Target& t : target::targets())
+    if (runs_here(t)) {
+      flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
+      break;
+    }
+  crun::Library lib = crun::Library::compile(src, flags);
   int mismatches = 0;
   size_t kernels = 0;
   for (int seed = 0; seed < kPrograms; ++seed) {
@@ -478,14 +508,14 @@ TEST(CodegenStages, StagesTheCpuHasNoUseForRefuseWhatNeedsAnotherTarget) {
   local.type = AxisType::Local;
   std::string why = fails_at(substitute(ast, {{r, ctx.make(Op::RANGE, r->dtype, r->src(), local)}}));
   EXPECT_NE(why.find("stage 'local buffers'"), std::string::npos) << why;
-  // a vector value where a scalar was: the input's load
+  // a vector wider than the target's vector registers (devectorize): 32 bytes on the 16 of cpu
   const UOp* param = nullptr;
   for (const UOp* u : toposort(ast))
     if (u->op == Op::PARAM && u->arg<ParamArg>().slot == 1) param = u;
   ASSERT_NE(param, nullptr);
-  const UOp* vec_param = ctx.make(Op::PARAM, dtypes::float32.vec(4).as_ptr(), param->src(), param->arg());
+  const UOp* vec_param = ctx.make(Op::PARAM, dtypes::float32.vec(8).as_ptr(), param->src(), param->arg());
   why = fails_at(substitute(ast, {{param, vec_param}}));
-  EXPECT_NE(why.find("vector"), std::string::npos) << why;
+  EXPECT_NE(why.find("stage 'devectorize': a vector of 32 bytes"), std::string::npos) << why;
   // an Invalid used as a value, not as the address of an INDEX
   const UOp* v = ctx.var("v", 0, 9);
   const UOp* gated = ctx.make(Op::WHERE, dtypes::weakint, {Expr(v) < 5, v, ctx.invalid()});
@@ -550,8 +580,8 @@ TEST_F(CodegenTest, ReductionsOfSymbolicLengthRunInLanesWithATail) {
   std::vector<Tensor> outs{x.sum({0}, true), x.max({0}, true), (x * x).sum({0})};
   schedule::Schedule s = schedule::schedule(ins, outs, "t");
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  EXPECT_NE(c.find("acc0[64 / KILN_V32]"), std::string::npos) << c;  // 64 partial sums side by side
-  EXPECT_NE(c.find("var_L % 64"), std::string::npos) << c;           // and the steps past the last 64
+  EXPECT_NE(c.find("kiln_vf32x4 acc0[16]"), std::string::npos) << c;  // 64 partial sums side by side
+  EXPECT_NE(c.find("var_L % 64"), std::string::npos) << c;            // and the steps past the last 64
   std::vector<std::map<std::string, int64_t>> at;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 1000, 60000}) at.push_back({{"L", n}});
   expect_matches(outs, at);
@@ -608,38 +638,61 @@ TEST_F(CodegenTest, ElementwiseLoopsRunAsVectorsWithATail) {
   std::vector<Tensor> outs{(a * b + c).relu(), a.exp() * b};
   schedule::Schedule s = schedule::schedule(ins, outs, "v");
   std::string src = c_source(s);
-  // 64 lanes as vectors of the compiler's width, then the last L % 64 elements one at a time
-  EXPECT_NE(src.find("+= KILN_V32) {"), std::string::npos) << src;
-  EXPECT_NE(src.find("kiln_store_vf32(&data0["), std::string::npos) << src;
-  EXPECT_NE(src.find("kiln_max_vf32("), std::string::npos) << src;
+  // 64 lanes as 16 vectors of the cpu target's 16 bytes, then the last L % 64 elements one at a time
+  EXPECT_NE(src.find("#pragma GCC unroll 16\n    for (int32_t ridx2 = 0; ridx2 < 16; ridx2++) {"), std::string::npos)
+      << src;
+  EXPECT_NE(src.find("kiln_store_vf32x4(&data0["), std::string::npos) << src;
+  EXPECT_NE(src.find("kiln_max_vf32x4("), std::string::npos) << src;
   EXPECT_NE(src.find("var_L % 64"), std::string::npos) << src;
-  size_t tail = src.find("var_L % 64"), next = src.find("\nvoid ", tail);
+  size_t tail = src.find("var_L % 64"), next = src.find("\n}\n", tail);
   EXPECT_EQ(src.substr(tail, next - tail).find("vf32"), std::string::npos) << src;  // the tail is scalar
   std::vector<std::map<std::string, int64_t>> at;
   for (int64_t n : {1, 63, 64, 65, 127, 128, 129, 1000, 5000}) at.push_back({{"L", n}});
   expect_matches(outs, at);
 }
 
-TEST_F(CodegenTest, VectorLoopsAreRightAtEveryVectorWidth) {
-  // the same C at 16, 32 and 64 bytes a vector (SSE/NEON, AVX, AVX-512 widths), whatever this
-  // compiler targets: the chunks of a Lane loop, accumulators of vectors, masks, selects, the
-  // exp polynomial's bit casts, and reductions over lanes
+TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
+  // each target's C at its own vector width (16, 32, 64 bytes), compiled with its flags where this
+  // machine runs it: Lane loops as vectors, accumulators of vectors, masks, selects, the exp
+  // polynomial's bit casts, and reductions over lanes
   const UOp* n = ctx.var("N", 1, 300);
   Tensor x = input("x", {6, n}), a = input("a", {16, 40}), b = input("b", {40, 128}),
-         i = input("i", {256}, dtypes::int32);
-  std::vector<Tensor> outs{x.softmax(-1), x.layernorm(-1), a.matmul(b), (i * i + 3).maximum(i), (x > 0.5).where(x, -x)};
+         i = input("i", {256}, dtypes::int32), d = input("d", {4, 64}, dtypes::float64);
+  std::vector<Tensor> outs{x.softmax(-1),          x.layernorm(-1), a.matmul(b),     (i * i + 3).maximum(i),
+                           (x > 0.5).where(x, -x), d.sum({1}) * 2,  (d * d).max({0})};
   Program p{ins, outs, schedule::schedule(ins, outs, "w")};
-  std::string src = c_source(p.sched);
-  EXPECT_NE(src.find("kiln_vi32"), std::string::npos) << src;
-  for (const char* bytes : {"-DKILN_VBYTES=16", "-DKILN_VBYTES=32", "-DKILN_VBYTES=64"}) {
-    std::vector<std::string> flags = kStrict;
-    flags.push_back(bytes);
-    flags.push_back("-Wno-psabi");  // vectors wider than the ISA: passed differently, here only between inline helpers
-    crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
-    for (int64_t len : {1, 64, 65, 300})
-      for (int64_t cores : {1, 3})
-        EXPECT_EQ(compare(p, lib, {{"N", len}, {".cores", cores}}, 7), "") << bytes << " N=" << len << "\n" << src;
+  int ran = 0;
+  for (const target::Target& t : target::targets()) {
+    std::string src = c_source(p.sched, &t);
+    std::string lanes = "x" + std::to_string(t.vector_bytes / 4);
+    EXPECT_NE(src.find("kiln_vi32" + lanes), std::string::npos) << t.name << "\n" << src;
+    EXPECT_NE(src.find("kiln_vf32" + lanes), std::string::npos) << t.name << "\n" << src;
+    EXPECT_NE(src.find("kiln_vf64x" + std::to_string(t.vector_bytes / 8)), std::string::npos) << t.name << "\n" << src;
+    // with its flags where this machine runs them, and without (any machine: the compiler lowers
+    // vectors wider than its ISA's, and the C stays warning-free)
+    std::vector<std::vector<std::string>> builds{kStrict};
+    if (runs_here(t) && !t.c_flags.empty()) {
+      builds.push_back(kStrict);
+      builds.back().insert(builds.back().end(), t.c_flags.begin(), t.c_flags.end());
+      ++ran;
+    }
+    for (const auto& flags : builds) {
+      crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
+      for (int64_t len : {1, 64, 65, 300})
+        for (int64_t cores : {1, 3})
+          EXPECT_EQ(compare(p, lib, {{"N", len}, {".cores", cores}}, 7), "")
+              << t.name << " (" << flags.size() - kStrict.size() << " ISA flags) N=" << len << "\n"
+              << src;
+    }
   }
+  if (ran == 0) std::cout << "no x86 target runs here: their C was checked without ISA flags only\n";
+}
+
+TEST_F(CodegenTest, ALanesIndexStoredAsAValueIsEveryLanesOwn) {
+  // out[i] = i: the lane's index is index math, not a vector of the lanes (a broadcast of the
+  // first lane's index stored 0, 0, ..., 16, 16, ...)
+  Tensor x = input("x", {256}, dtypes::int32);
+  expect_matches({Tensor::arange(ctx, 256).cast(dtypes::int32), Tensor::arange(ctx, 256).cast(dtypes::int32) + x});
 }
 
 TEST_F(CodegenTest, LoopsVectorsCannotExpressStayScalar) {

@@ -18,6 +18,7 @@
 #include "generator/ir/text.h"
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
+#include "generator/target/target.h"
 #include "tests/unit/kernel_interp.h"
 #include "tests/unit/kernel_testing.h"
 #include "tests/unit/oracle.h"
@@ -218,7 +219,7 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
   constexpr int kPrograms = 500;
   std::vector<std::string> names;  // the stages, in order, then the linear program
   std::vector<Counts> counts;
-  size_t kernels = 0, stage_runs = 0, registers = 0;
+  size_t kernels = 0, stage_runs = 0, registers = 0, vectors = 0;
   int failures = 0, skipped = 0;
   for (int seed = 0; seed < kPrograms; ++seed) {
     Context ctx;
@@ -237,8 +238,11 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
     // stages[k][i]: kernel k's sink after stage i
     std::vector<std::vector<const UOp*>> stages(s.kernels.size());
     std::vector<std::vector<const UOp*>> linear(s.kernels.size());
+    // the targets in turn: vectorize at each vector width (16, 32, 64 bytes)
+    const target::Target& t = target::targets()[size_t(seed) % target::targets().size()];
     for (size_t k = 0; k < s.kernels.size(); ++k) {
       codegen::PipelineOptions o;
+      o.target = &t;
       std::vector<std::string> seen;
       o.after_stage = [&](std::string_view n, const UOp* sink) {
         seen.emplace_back(n);
@@ -246,7 +250,10 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
       };
       const UOp* final_sink = codegen::full_rewrite_to_sink(s.kernels[k].ast, o);
       linear[k] = codegen::linearize(final_sink);
-      for (const UOp* u : linear[k]) registers += u->op == Op::BUFFER;
+      for (const UOp* u : linear[k]) {
+        registers += u->op == Op::BUFFER;
+        vectors += u->op == Op::STORE && u->src(1)->dtype.count > 1;
+      }
       if (names.empty()) {
         names = seen;
         names.push_back("linear program");
@@ -287,9 +294,10 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
     }
   }
   EXPECT_EQ(failures, 0);
+  EXPECT_GT(vectors, 0u);  // the vectorize stage had work
   std::cout << kPrograms << " random programs (" << skipped << " undefined, skipped), " << kernels << " kernels ("
-            << registers << " accumulators), " << names.size() << " stages each, " << stage_runs
-            << " stage runs checked\n";
+            << registers << " accumulators, " << vectors << " vector stores), " << names.size() << " stages each, "
+            << stage_runs << " stage runs checked\n";
   for (size_t i = 0; i < names.size(); ++i)
     std::cout << "  " << names[i] << ": " << counts[i].exact << " bit-exact, " << counts[i].rounded << " within 1e-6, "
               << counts[i].differ << " differ (largest deviation " << counts[i].worst << ")\n";

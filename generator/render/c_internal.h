@@ -1,0 +1,81 @@
+// The C renderer's parts (private to generator/render/c*.cpp): text building, C types and
+// literals (c_types.cpp), the operator table (c_ops.cpp); c.cpp walks the program with them.
+#pragma once
+
+#include <charconv>
+#include <concepts>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "generator/ir/uop.h"
+
+namespace kiln::render::c {
+
+// ---------------------------------------------------------------- text
+// The renderer appends its C piece by piece to one string, cat(s, "const ", t, " val", n, ...),
+// instead of concatenating temporary strings: rendering is a visible share of a compile. cat grows
+// the string once for all its pieces, then copies them in (no per-piece length checks).
+inline size_t most(std::string_view v) { return v.size(); }
+inline size_t most(char) { return 1; }
+template <size_t N> size_t most(const char (&)[N]) { return N - 1; }
+template <std::integral I> size_t most(I) { return 20; }  // digits and sign of any 64-bit integer
+
+inline char* write(char* p, std::string_view v) {
+  if (!v.empty()) std::memcpy(p, v.data(), v.size());
+  return p + v.size();
+}
+inline char* write(char* p, char c) {
+  *p = c;
+  return p + 1;
+}
+template <size_t N> char* write(char* p, const char (&lit)[N]) {
+  std::memcpy(p, lit, N - 1);  // a literal: a fixed size, copied inline
+  return p + N - 1;
+}
+template <std::integral I> char* write(char* p, I v) { return std::to_chars(p, p + 20, v).ptr; }
+
+// No piece may point into s itself (growing s may move it).
+template <class... T> void cat(std::string& s, const T&... parts) {
+  size_t n = s.size();
+  s.resize(n + (most(parts) + ...));
+  char* p = s.data() + n;
+  ((p = write(p, parts)), ...);
+  s.resize(size_t(p - s.data()));
+}
+template <class T> void put(std::string& s, const T& part) { cat(s, part); }
+
+// ---------------------------------------------------------------- types and literals (c_types.cpp)
+
+std::string_view scalar_type(DType d);    // a scalar's C type ("float", "int32_t"); throws for vectors
+std::string_view storage_type(DType d);   // the type a buffer stores: bfloat16 travels as its 16 bits
+std::string_view unsigned_type(DType d);  // a signed integer's unsigned twin ("uint32_t")
+void float_literal(std::string& s, double v, DType d);
+void int_literal(std::string& s, int64_t v, DType d);
+bool identifier(std::string_view s);
+
+// GNU C vector types: kiln_v<f|i|u><bits>x<lanes> ("kiln_vf32x16", 64 bytes), the names of their
+// helpers' suffix ("vf32x16"). A bool vector is a mask of signed integers as wide as what it
+// compares, `mask_bits` each.
+std::string vector_suffix(DType d, int mask_bits);
+// The typedefs and helpers (load, store, splat, select, max) of the signed, unsigned and float
+// vectors of `lanes` elements of `bits` bits, once per translation unit (an include guard).
+std::string vector_helpers(int bits, int lanes);
+
+// ---------------------------------------------------------------- operators (c_ops.cpp)
+
+// How the operator table spells the type of the node it writes.
+struct Spelling {
+  bool vec = false;
+  std::string_view type;   // "int32_t" / "kiln_vi32x16"
+  std::string_view utype;  // the unsigned type of the same width, where integer math wraps through it
+  std::string_view sfx;    // a vector's helpers' suffix ("vi32x16")
+};
+
+// Appends the C expression of the ALU node u (scalar or lanewise on vectors) to e; x holds its
+// operands as spelled. `wraps`: integer math whose result range analysis cannot bound inside the
+// dtype, computed through the unsigned type.
+void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, const Spelling& t, bool wraps);
+
+}  // namespace kiln::render::c

@@ -1,0 +1,169 @@
+// C types, literals and the preamble of the C renderer.
+#include <cmath>
+#include <limits>
+
+#include "generator/render/c.h"
+#include "generator/render/c_internal.h"
+
+namespace kiln::render {
+
+namespace c {
+
+std::string_view scalar_type(DType d) {
+  if (d.count != 1) throw InternalError("render C: vector dtype " + to_string(d) + " where a scalar is written");
+  switch (d.scalar) {
+    case Scalar::Bool:
+      return "bool";
+    case Scalar::Int8:
+      return "int8_t";
+    case Scalar::Uint8:
+      return "uint8_t";
+    case Scalar::Int16:
+      return "int16_t";
+    case Scalar::Uint16:
+      return "uint16_t";
+    case Scalar::Int32:
+      return "int32_t";
+    case Scalar::Uint32:
+      return "uint32_t";
+    case Scalar::Int64:
+      return "int64_t";
+    case Scalar::Uint64:
+      return "uint64_t";
+    case Scalar::Float16:
+      return "_Float16";
+    case Scalar::BFloat16:
+      return "float";  // computed in float, rounded to bfloat16 after every op
+    case Scalar::Float32:
+      return "float";
+    case Scalar::Float64:
+      return "double";
+    default:
+      throw InternalError("render C: no C type for " + to_string(d) + " (commit weak / lower index first)");
+  }
+}
+
+std::string_view storage_type(DType d) { return d == dtypes::bfloat16 ? "uint16_t" : scalar_type(d); }
+
+std::string_view unsigned_type(DType d) {
+  switch (d.scalar) {
+    case Scalar::Int8:
+      return "uint8_t";
+    case Scalar::Int16:
+      return "uint16_t";
+    case Scalar::Int32:
+      return "uint32_t";
+    case Scalar::Int64:
+      return "uint64_t";
+    default:
+      return scalar_type(d);
+  }
+}
+
+void float_literal(std::string& s, double v, DType d) {
+  if (std::isnan(v)) return put(s, "NAN");
+  if (std::isinf(v)) return put(s, v > 0 ? "INFINITY" : "(-INFINITY)");
+  char buf[64];
+  std::to_chars_result r =
+      d == dtypes::float64 ? std::to_chars(buf, buf + sizeof buf, v) : std::to_chars(buf, buf + sizeof buf, float(v));
+  std::string_view num(buf, size_t(r.ptr - buf));
+  std::string_view point = num.find_first_of(".e") == std::string_view::npos ? ".0" : "";
+  if (d == dtypes::float64) return cat(s, num, point);
+  if (d == dtypes::float32) return cat(s, num, point, 'f');
+  cat(s, "((", scalar_type(d), ')', num, point, "f)");
+}
+
+void int_literal(std::string& s, int64_t v, DType d) {
+  if (is_bool(d)) return put(s, v ? '1' : '0');
+  if (d == dtypes::uint64) return cat(s, uint64_t(v), "ull");
+  if (d == dtypes::int64) {
+    if (v == std::numeric_limits<int64_t>::min()) return put(s, "INT64_MIN");
+    return cat(s, v, "ll");
+  }
+  if (v == std::numeric_limits<int32_t>::min()) return put(s, "INT32_MIN");
+  std::string_view u = d == dtypes::uint32 ? "u" : "";
+  if (bitsize(d) < 32) return cat(s, "((", scalar_type(d), ')', v, u, ')');
+  cat(s, v, u);
+}
+
+bool identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string vector_suffix(DType d, int mask_bits) {
+  char kind = is_float(d) ? 'f' : is_unsigned(d) ? 'u' : 'i';
+  int bits = is_bool(d) ? mask_bits : bitsize(d);
+  bool known = is_bool(d) ? (bits == 32 || bits == 64)
+                          : (d.scalar == Scalar::Float32 || d.scalar == Scalar::Float64 ||
+                             (is_int(d) && !is_weak(d) && bitsize(d) >= 32));
+  if (d.count < 2 || !known) throw InternalError("render C: no C vector type for " + to_string(d));
+  std::string s = "v";
+  cat(s, kind, bits, 'x', int(d.count));
+  return s;
+}
+
+std::string vector_helpers(int bits, int lanes) {
+  std::string b = std::to_string(bits), n = std::to_string(lanes), shape = b + "x" + n;
+  // the helpers are static inline, so passing a vector wider than the ISA's registers changes no
+  // ABI that matters: compiled without the target's flags the C is right (lowered to narrower
+  // vectors), and warning-free
+  std::string s =
+      "#ifndef KILN_V" + shape + "\n#define KILN_V" + shape + "\n#pragma GCC diagnostic ignored \"-Wpsabi\"\n";
+  std::string i = "kiln_vi" + shape, u = "kiln_vu" + shape, f = "kiln_vf" + shape;
+  std::string it = "int" + b + "_t", ut = "uint" + b + "_t", ft = bits == 32 ? "float" : "double";
+  std::string bytes = std::to_string(bits / 8 * lanes);
+  for (auto [name, t] : {std::pair{i, it}, {u, ut}, {f, ft}}) {
+    std::string sfx = name.substr(5);
+    s += "typedef " + t + " " + name + " __attribute__((vector_size(" + bytes + ")));\n";
+    s += "KILN_INLINE " + name + " kiln_load_" + sfx + "(const " + t + "* p) {\n  " + name +
+         " v;\n  memcpy(&v, p, sizeof v);\n  return v;\n}\n";
+    s += "KILN_INLINE void kiln_store_" + sfx + "(" + t + "* p, " + name + " v) { memcpy(p, &v, sizeof v); }\n";
+    if (name == f)  // through the bits: 0 + x would turn -0.0 into +0.0
+      s += "KILN_INLINE " + f + " kiln_splat_" + sfx + "(" + t + " x) {\n  " + ut +
+           " bits;\n  memcpy(&bits, &x, sizeof bits);\n  return (" + f + ")kiln_splat_vu" + shape + "(bits);\n}\n";
+    else
+      s += "KILN_INLINE " + name + " kiln_splat_" + sfx + "(" + t + " x) { return (" + name + "){0} + x; }\n";
+    s += "KILN_INLINE " + name + " kiln_select_" + sfx + "(" + i + " m, " + name + " a, " + name + " b) {\n  return (" +
+         name + ")((m & (" + i + ")a) | (~m & (" + i + ")b));\n}\n";
+    std::string pick = name == f ? "(a > b) | (a != a)" : "a > b";  // NaN propagates, like the IR's MAX
+    s += "KILN_INLINE " + name + " kiln_max_" + sfx + "(" + name + " a, " + name + " b) { return kiln_select_" + sfx +
+         "(" + pick + ", a, b); }\n";
+  }
+  return s + "#endif\n";
+}
+
+}  // namespace c
+
+std::string c_preamble() {
+  return "#include <math.h>\n"
+         "#include <stdbool.h>\n"
+         "#include <stdint.h>\n"
+         "#include <string.h>\n"
+         "/* helpers: clang warns about unused static functions in a .c file, the attribute says they may be */\n"
+         "#if defined(__GNUC__)\n#define KILN_INLINE static inline __attribute__((unused))\n"
+         "#else\n#define KILN_INLINE static inline\n#endif\n"
+         "KILN_INLINE int32_t kiln_floordiv_i32(int32_t a, int32_t b) {\n"
+         "  int32_t q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < 0)));\n}\n"
+         "KILN_INLINE int64_t kiln_floordiv_i64(int64_t a, int64_t b) {\n"
+         "  int64_t q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < 0)));\n}\n"
+         "KILN_INLINE int32_t kiln_floormod_i32(int32_t a, int32_t b) {\n"
+         "  int32_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "KILN_INLINE int64_t kiln_floormod_i64(int64_t a, int64_t b) {\n"
+         "  int64_t r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "/* bfloat16: stored as its 16 bits, computed in float and rounded (to nearest even) after every op */\n"
+         "KILN_INLINE float kiln_bf16_to_f32(uint16_t b) {\n"
+         "  uint32_t u = (uint32_t)b << 16;\n  float f;\n  memcpy(&f, &u, 4);\n  return f;\n}\n"
+         "KILN_INLINE uint16_t kiln_f32_to_bf16(float f) {\n"
+         "  uint32_t u;\n  memcpy(&u, &f, 4);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);\n"
+         "  u += 0x7fffu + ((u >> 16) & 1u);\n  return (uint16_t)(u >> 16);\n}\n"
+         "KILN_INLINE float kiln_bf16_round(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }\n"
+         "/* max that propagates NaN, like the IR's MAX */\n"
+         "KILN_INLINE float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+         "KILN_INLINE double kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n";
+}
+
+}  // namespace kiln::render

@@ -298,7 +298,25 @@ class LlvmRenderer {
   std::string address(const UOp* buf, const UOp* i) {
     DType elem = buf->dtype.elem();
     std::string et = buf->op == Op::BUFFER ? ty(elem) : mem_ty(elem);
-    return let("getelementptr inbounds " + et + ", ptr " + ex(buf) + ", " + ty(i->dtype) + " " + ex(i));
+    int budget = 16;
+    return let("getelementptr inbounds " + et + ", ptr " + ex(buf) + ", i64 " + offset64(i, budget));
+  }
+  // An int32 index as the i64 the address needs, its sums and products that cannot overflow widened
+  // term by term (the same value): sign-extending the whole would hide from LLVM that the elements
+  // of a Lane loop are consecutive once it is unrolled (a sum of a multiple of 64 and a lane becomes
+  // an `or`, which a sext does not pass), and turn its vector loads into gathers. `budget` bounds
+  // the terms so that a shared DAG is not written out as a tree.
+  std::string offset64(const UOp* i, int& budget) {
+    if (i->dtype == dtypes::int64) return ex(i);
+    bool wide = i->dtype == dtypes::int32 && (i->op == Op::ADD || i->op == Op::MUL) && !may_overflow(i);
+    if (i->op == Op::CONST) return int_literal(i->cval().i, dtypes::int64);
+    if (wide && budget > 0) {
+      --budget;
+      std::string a = offset64(i->src(0), budget), b = offset64(i->src(1), budget);
+      return let(std::string(i->op == Op::ADD ? "add nsw i64 " : "mul nsw i64 ") + a + ", " + b);
+    }
+    if (is_unsigned(i->dtype) || is_bool(i->dtype)) return let("zext " + ty(i->dtype) + " " + ex(i) + " to i64");
+    return let("sext " + ty(i->dtype) + " " + ex(i) + " to i64");
   }
   // a value of dtype d as it is stored, from memory's representation and back
   std::string to_memory(const std::string& v, DType d, bool reg) {

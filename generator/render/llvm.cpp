@@ -72,33 +72,45 @@ class LlvmRenderer {
     }
   }
 
-  // one scope per kernel buffer (restrict): an access through buffer k is in scope k and aliases
-  // none of the others
+  // One scope per kernel buffer (restrict) and per accumulator: an access through one is in its
+  // scope and aliases none of the others. (LLVM knows an alloca from a buffer only where it can
+  // prove the alloca never escapes; without the scopes its vectorizer checks at run time.) Past
+  // kMaxScopes memories the accumulators go without: the lists grow as the square.
   void alias_scopes() {
-    std::vector<int32_t> slots;
-    for (size_t i = 0; i < lin_.size(); ++i)
-      if (needed_[i] && lin_[i]->op == Op::PARAM) slots.push_back(lin_[i]->arg<ParamArg>().slot);
-    std::sort(slots.begin(), slots.end());
-    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    if (slots.size() < 2) return;
+    constexpr size_t kMaxScopes = 64;
+    std::vector<std::pair<std::string, std::string>> mems;  // key, label
+    std::set<std::string> seen;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < lin_.size(); ++i) {
+        const UOp* u = lin_[i];
+        if (!needed_[i] || u->op != (pass == 0 ? Op::PARAM : Op::BUFFER)) continue;
+        if (pass == 1 && mems.size() >= kMaxScopes) break;
+        std::string key = mem_key(u);
+        if (!seen.insert(key).second) continue;
+        mems.push_back(
+            {key, u->op == Op::PARAM ? "bufs[" + num(u->arg<ParamArg>().slot) + "]" : "acc" + num(int64_t(i))});
+      }
+    if (mems.size() < 2) return;
     int domain = m_.next_md++;
     m_.metadata += "!" + num(domain) + " = distinct !{!" + num(domain) + ", !\"" + k_.name + "\"}\n";
     std::vector<int> scope;
-    for (int32_t s : slots) {
+    for (const auto& [key, label] : mems) {
       int id = m_.next_md++;
       scope.push_back(id);
-      m_.metadata +=
-          "!" + num(id) + " = distinct !{!" + num(id) + ", !" + num(domain) + ", !\"bufs[" + num(s) + "]\"}\n";
+      m_.metadata += "!" + num(id) + " = distinct !{!" + num(id) + ", !" + num(domain) + ", !\"" + label + "\"}\n";
     }
-    for (size_t k = 0; k < slots.size(); ++k) {
+    for (size_t k = 0; k < mems.size(); ++k) {
       int self = m_.next_md++, others = m_.next_md++;
       m_.metadata += "!" + num(self) + " = !{!" + num(scope[k]) + "}\n";
       std::string list;
-      for (size_t j = 0; j < slots.size(); ++j)
+      for (size_t j = 0; j < mems.size(); ++j)
         if (j != k) list += (list.empty() ? "!" : ", !") + num(scope[j]);
       m_.metadata += "!" + num(others) + " = !{" + list + "}\n";
-      scope_md_[slots[k]] = ", !alias.scope !" + num(self) + ", !noalias !" + num(others);
+      scope_md_[mems[k].first] = ", !alias.scope !" + num(self) + ", !noalias !" + num(others);
     }
+  }
+  std::string mem_key(const UOp* buf) const {
+    return buf->op == Op::PARAM ? "p" + num(buf->arg<ParamArg>().slot) : "a" + num(int64_t(pos_[buf->id]));
   }
 
   static std::string quoted_name(const std::string& n) {
@@ -197,8 +209,7 @@ class LlvmRenderer {
     return {nullptr, i};
   }
   std::string alias_md(const UOp* buf) const {
-    if (buf->op != Op::PARAM) return "";
-    auto it = scope_md_.find(buf->arg<ParamArg>().slot);
+    auto it = scope_md_.find(mem_key(buf));
     return it == scope_md_.end() ? "" : it->second;
   }
   // the address of element i of the buffer
@@ -245,7 +256,7 @@ class LlvmRenderer {
     const UOp* src = u->src(0);
     if (src->op != Op::INDEX) {  // an accumulator itself
       const UOp* b = buffer_of(src);
-      return set(u, let("load " + ty(d) + ", ptr " + ex(b) + ", align " + num(align_of(d))));
+      return set(u, let("load " + ty(d) + ", ptr " + ex(b) + ", align " + num(align_of(d)) + alias_md(b)));
     }
     const UOp* buf = buffer_of(src->src(0));
     bool reg = buf->op == Op::BUFFER;
@@ -286,7 +297,7 @@ class LlvmRenderer {
     DType d = val->dtype;
     if (dst->op != Op::INDEX) {
       const UOp* b = buffer_of(dst);
-      return emit("store " + ty(d) + " " + ex(val) + ", ptr " + ex(b) + ", align " + num(align_of(d)));
+      return emit("store " + ty(d) + " " + ex(val) + ", ptr " + ex(b) + ", align " + num(align_of(d)) + alias_md(b));
     }
     const UOp* buf = buffer_of(dst->src(0));
     bool reg = buf->op == Op::BUFFER;
@@ -596,10 +607,10 @@ class LlvmRenderer {
   Module& m_;
   const LlvmKernel& k_;
   std::span<const UOp* const> lin_;
-  std::vector<uint32_t> pos_;                // by node id: the position in lin_
-  std::vector<std::string> names_;           // by position: how users spell the value
-  std::vector<uint8_t> needed_;              // by position
-  std::map<int32_t, std::string> scope_md_;  // by buffer slot: the metadata its accesses carry
+  std::vector<uint32_t> pos_;                    // by node id: the position in lin_
+  std::vector<std::string> names_;               // by position: how users spell the value
+  std::vector<uint8_t> needed_;                  // by position
+  std::map<std::string, std::string> scope_md_;  // by mem_key: the metadata the accesses carry
   std::string allocas_, body_, block_ = "entry";
   int tmp_ = 0, block_id_ = 0;
   bool uses_core_ = false;

@@ -393,6 +393,26 @@ TEST(LlvmObject, LaneLoopsOfATiledMatmulLoadVectorsNotGathers) {
   }
 }
 
+// Every access to a buffer or an accumulator is in its own alias scope: LLVM's vectorizer then
+// checks no overlap at run time (without the accumulators' scopes softmax and layernorm did)
+TEST(LlvmObject, EveryAccessCarriesItsAliasScope) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {64, 1024});
+  std::vector<Tensor> ins{x}, outs{x.softmax(-1), x.layernorm(-1)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  std::string ir = compile(s).module(tgt("x86_64-avx512"), s.vars);
+  std::istringstream lines(ir);
+  int accesses = 0;
+  for (std::string l; std::getline(lines, l);) {
+    bool access = l.find(" = load float, ptr") != std::string::npos || l.find("  store float ") == 0;
+    if (!access) continue;
+    ++accesses;
+    EXPECT_NE(l.find("!alias.scope !"), std::string::npos) << l;
+    EXPECT_NE(l.find("!noalias !"), std::string::npos) << l;
+  }
+  EXPECT_GT(accesses, 8);
+}
+
 TEST(LlvmObject, ABrokenModuleIsAnInternalErrorNamingTheKernel) {
   const target::Target& t = tgt("x86_64-avx2");
   const std::string broken =  // %x does not dominate its use

@@ -627,7 +627,8 @@ std::string render_llvm_module(const target::Target& t, std::string_view module_
                   "\"\ntarget triple = \"" + t.triple + "\"\n\n";
   s += m.text;
   for (const std::string& d : m.decls) s += d + "\n";
-  s += "\nattributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu +
+  s += std::string(m.decls.empty() ? "" : "\n") +
+       "attributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu +
        "\" \"target-features\"=\"" + t.features + "\" \"prefer-vector-width\"=\"" + num(8 * t.vector_bytes) +
        "\" \"min-legal-vector-width\"=\"0\" }\n";
   if (!m.metadata.empty()) s += "\n" + m.metadata;

@@ -278,6 +278,97 @@ TEST_F(LlvmTest, VectorLoopsWithATail) {
                  {{{"N", 1}}, {{"N", 15}}, {{"N", 17}}, {{"N", 1000}}});
 }
 
+// ---------------------------------------------------------------- the IR itself
+
+TEST(LlvmGolden, ElementwiseKernelText) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {4, 3}), b = Tensor::input(ctx, "b", dtypes::float32, {3});
+  std::vector<Tensor> ins{a, b}, outs{(a + b).relu()};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  codegen::PipelineOptions plain;
+  plain.optimize = false;  // the loops as scheduled: not shared among cores, so core 0 does it all
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, plain);
+  render::LlvmKernel lk{k.linear, k.name, s.vars};
+  EXPECT_EQ(render::render_llvm_module(tgt("x86_64-avx2"), "golden", std::span(&lk, 1)),
+            "; ModuleID = 'golden'\n"
+            "source_filename = \"golden\"\n"
+            "target triple = \"x86_64-unknown-linux-gnu\"\n"
+            "\n"
+            "define void @k_0(ptr noalias nocapture noundef readonly %bufs, ptr noalias nocapture noundef readonly "
+            "%vars, i32 noundef %core, i32 noundef %cores) #0 {\n"
+            "entry:\n"
+            "  %not_core0 = icmp ne i32 %core, 0\n"
+            "  br i1 %not_core0, label %done, label %start\n"
+            "start:\n"
+            "  %t0 = getelementptr inbounds ptr, ptr %bufs, i64 0\n"
+            "  %data0.1 = load ptr, ptr %t0, align 8\n"
+            "  %t1 = getelementptr inbounds ptr, ptr %bufs, i64 1\n"
+            "  %data1.5 = load ptr, ptr %t1, align 8\n"
+            "  %t2 = getelementptr inbounds ptr, ptr %bufs, i64 2\n"
+            "  %data2.6 = load ptr, ptr %t2, align 8\n"
+            "  br label %loop7\n"
+            "loop7:\n"
+            "  %r7 = phi i32 [ 0, %start ], [ %r7.next, %loop7.latch ]\n"
+            "  %t3 = icmp slt i32 %r7, 4\n"
+            "  br i1 %t3, label %loop7.body, label %loop7.exit\n"
+            "loop7.body:\n"
+            "  %t4 = mul nsw i32 %r7, 3\n"
+            "  br label %loop9\n"
+            "loop9:\n"
+            "  %r9 = phi i32 [ 0, %loop7.body ], [ %r9.next, %loop9.latch ]\n"
+            "  %t5 = icmp slt i32 %r9, 3\n"
+            "  br i1 %t5, label %loop9.body, label %loop9.exit\n"
+            "loop9.body:\n"
+            "  %t6 = add nsw i32 %t4, %r9\n"
+            // the address: the index widened term by term (see offset64)
+            "  %t7 = sext i32 %r7 to i64\n"
+            "  %t8 = mul nsw i64 %t7, 3\n"
+            "  %t9 = sext i32 %r9 to i64\n"
+            "  %t10 = add nsw i64 %t8, %t9\n"
+            "  %t11 = getelementptr inbounds float, ptr %data1.5, i64 %t10\n"
+            "  %t12 = load float, ptr %t11, align 4, !alias.scope !6, !noalias !7\n"
+            "  %t13 = sext i32 %r9 to i64\n"
+            "  %t14 = getelementptr inbounds float, ptr %data2.6, i64 %t13\n"
+            "  %t15 = load float, ptr %t14, align 4, !alias.scope !8, !noalias !9\n"
+            "  %t16 = fadd contract float %t12, %t15\n"
+            "  %t17 = fcmp olt float 0x0000000000000000, %t16\n"  // relu is a where: NaN gives 0
+            "  %t18 = select i1 %t17, float %t16, float 0x0000000000000000\n"
+            "  %t19 = sext i32 %r7 to i64\n"
+            "  %t20 = mul nsw i64 %t19, 3\n"
+            "  %t21 = sext i32 %r9 to i64\n"
+            "  %t22 = add nsw i64 %t20, %t21\n"
+            "  %t23 = getelementptr inbounds float, ptr %data0.1, i64 %t22\n"
+            "  store float %t18, ptr %t23, align 4, !alias.scope !4, !noalias !5\n"
+            "  br label %loop9.latch\n"
+            "loop9.latch:\n"
+            "  %r9.next = add nuw nsw i32 %r9, 1\n"
+            "  br label %loop9\n"
+            "loop9.exit:\n"
+            "  br label %loop7.latch\n"
+            "loop7.latch:\n"
+            "  %r7.next = add nuw nsw i32 %r7, 1\n"
+            "  br label %loop7\n"
+            "loop7.exit:\n"
+            "  ret void\n"
+            "done:\n"
+            "  ret void\n"
+            "}\n"
+            "\n"
+            "attributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"haswell\" "
+            "\"target-features\"=\"+avx2,+fma\" \"prefer-vector-width\"=\"256\" \"min-legal-vector-width\"=\"0\" }\n"
+            "\n"
+            "!0 = distinct !{!0, !\"k_0\"}\n"  // one scope per buffer, none aliasing the others
+            "!1 = distinct !{!1, !0, !\"bufs[0]\"}\n"
+            "!2 = distinct !{!2, !0, !\"bufs[1]\"}\n"
+            "!3 = distinct !{!3, !0, !\"bufs[2]\"}\n"
+            "!4 = !{!1}\n"
+            "!5 = !{!2, !3}\n"
+            "!6 = !{!2}\n"
+            "!7 = !{!1, !3}\n"
+            "!8 = !{!3}\n"
+            "!9 = !{!1, !2}\n");
+}
+
 // ---------------------------------------------------------------- random programs
 
 TEST(LlvmRandomPrograms, AgreeWithTheOracle) {

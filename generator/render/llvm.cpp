@@ -520,8 +520,9 @@ class LlvmRenderer {
         return emit("ret void");
       case Op::CONST:
         if (u->is_invalid()) return;
-        if (d.count > 1) throw fail("a vector CONST (" + to_string(d) + ")");
-        return set(u, is_float(d) ? float_literal(u->cval().f, d) : int_literal(u->cval().i, d));
+        // a vector CONST has every lane the same
+        return set(u, splat(d.count, scalar_type(d),
+                            is_float(d) ? float_literal(u->cval().f, d) : int_literal(u->cval().i, d)));
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
         std::string p = let("getelementptr inbounds ptr, ptr %bufs, i64 " + num(pa.slot));

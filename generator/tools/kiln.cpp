@@ -558,6 +558,10 @@ static int run(int argc, char** argv) {
         std::cerr << "kiln: error: an object is binary: write it with -o FILE, or print --asm or --emit-llvm\n";
         return 1;
       }
+      if (cg.target && !cg_asm && !cg_llvm && cg_specs.size() != 1) {  // objects do not concatenate
+        std::cerr << "kiln: error: an object holds the kernels of one spec file (got " << cg_specs.size() << ")\n";
+        return 1;
+      }
       return run_codegen(cg_specs, only, dump_after, dump_all, output, cg);
     } catch (const kiln::InternalError& e) {
       std::cerr << "kiln: internal error: " << e.what() << "\n";

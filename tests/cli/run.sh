@@ -249,12 +249,18 @@ check "codegen --emit-llvm 512-bit vectors" 2 "$(grep -c '"target-cpu"="skylake-
 check "codegen --emit-llvm deterministic" "$(cat "$tmp/k.ll")" "$("$kiln" codegen --target x86_64-avx512 --emit-llvm "${specs[@]}" 2>&1)"
 "$kiln" codegen --target x86_64-avx512 --asm "$here/specs/ok.kiln" --kernel gemm >"$tmp/k.s" 2>"$tmp/err"
 check "codegen --asm" "0 1 1" "$? $(grep -c '^gemm_0:$' "$tmp/k.s") $(grep -q zmm "$tmp/k.s" && echo 1)"
-"$kiln" codegen --target x86_64-avx2 "${specs[@]}" -o "$tmp/k.o" 2>"$tmp/err"
+"$kiln" codegen --target x86_64-avx2 "${specs[1]}" -o "$tmp/k.o" 2>"$tmp/err"
 check "codegen --target -o writes the object" "0 " "$? $(cat "$tmp/err")"
 ${CC:-cc} -shared "$tmp/k.o" -o "$tmp/k.so" -lm 2>"$tmp/err"
 check "codegen object links" "0 " "$? $(head -5 "$tmp/err")"
-"$kiln" codegen --target x86_64-avx2 "${specs[@]}" -o "$tmp/k2.o"
+# every kernel of the spec is in it, defined once
+check "codegen object has the kernels" "$("$kiln" check "${specs[1]}" | awk '{ n += $2 } END { print n }')" \
+  "$(nm "$tmp/k.so" | grep -c ' T [a-z_]*_[0-9]*$')"
+"$kiln" codegen --target x86_64-avx2 "${specs[1]}" -o "$tmp/k2.o"
 check "codegen object deterministic" "0" "$(cmp -s "$tmp/k.o" "$tmp/k2.o"; echo $?)"
+"$kiln" codegen --target x86_64-avx2 "${specs[@]}" -o "$tmp/k3.o" 2>"$tmp/err"
+check "codegen object of two specs" "1 kiln: error: an object holds the kernels of one spec file (got 2)" \
+  "$? $(cat "$tmp/err")"
 check "codegen --target cpu is the C" "$(cat "$tmp/k.c")" "$("$kiln" codegen --target cpu "${specs[@]}" 2>&1)"
 "$kiln" codegen --target nope "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
 check "codegen unknown target" "1 kiln: error: unknown target 'nope' (expected one of cpu, x86_64-avx2, x86_64-avx512)" \

@@ -412,8 +412,7 @@ TEST(LlvmRandomPrograms, AgreeWithTheOracle) {
     if (!diff.empty() && ++mismatches <= 3) ADD_FAILURE() << "program " << seed << ": " << diff;
   }
   EXPECT_EQ(mismatches, 0);
-  std::cout << kPrograms << " random programs, " << lk.size() << " kernels in one module, compiled and linked in " << ms
-            << " ms\n";
+  std::cout << kPrograms << " random programs, " << lk.size() << " kernels in one module, built in " << ms << " ms\n";
 }
 
 // ---------------------------------------------------------------- the object
@@ -525,7 +524,9 @@ TEST(LlvmObject, ABrokenModuleIsAnInternalErrorNamingTheKernel) {
   EXPECT_NE(e.find("bad_kernel"), std::string::npos) << e;
   EXPECT_NE(e.find("does not verify"), std::string::npos) << e;
   EXPECT_NE(e.find("%y = add i32 %x, 1"), std::string::npos) << e;  // the IR
-  const std::string unparsable = "define void @first() {\n  ret void\n}\ndefine void @second() {\n  ret i32 %nope\n}\n";
+  const std::string unparsable =
+      "define void @first() {\n  ret void\n}\n"
+      "define void @second() {\n  ret i32 %nope\n}\n";
   e.clear();
   try {
     target::compile_module(t, unparsable, target::Artifact::Object);

@@ -92,7 +92,7 @@ class LlvmRenderer {
       }
     if (mems.size() < 2) return;
     int domain = m_.next_md++;
-    m_.metadata += "!" + num(domain) + " = distinct !{!" + num(domain) + ", !\"" + k_.name + "\"}\n";
+    m_.metadata += "!" + num(domain) + " = distinct !{!" + num(domain) + ", !\"" + escaped(k_.name) + "\"}\n";
     std::vector<int> scope;
     for (const auto& [key, label] : mems) {
       int id = m_.next_md++;
@@ -116,7 +116,7 @@ class LlvmRenderer {
   static std::string quoted_name(const std::string& n) {
     bool plain = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]));
     for (char c : n) plain &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-    return plain ? n : "\"" + n + "\"";
+    return plain ? n : "\"" + escaped(n) + "\"";
   }
 
   InternalError fail(const std::string& what) const {
@@ -624,7 +624,7 @@ std::string render_llvm_module(const target::Target& t, std::string_view module_
   if (t.triple.empty()) throw InternalError("render LLVM: target " + t.name + " has no LLVM triple");
   Module m;
   for (const LlvmKernel& k : kernels) LlvmRenderer(m, k).run();
-  std::string s = "; ModuleID = '" + std::string(module_name) + "'\nsource_filename = \"" + std::string(module_name) +
+  std::string s = "; ModuleID = '" + escaped(module_name) + "'\nsource_filename = \"" + escaped(module_name) +
                   "\"\ntarget triple = \"" + t.triple + "\"\n\n";
   s += m.text;
   for (const std::string& d : m.decls) s += d + "\n";

@@ -104,4 +104,19 @@ std::string suffix(DType d) {
   return d.count > 1 ? "v" + num(d.count) + e : e;
 }
 
+std::string escaped(std::string_view s) {
+  std::string e;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '"' && c != '\\') {
+      e += c;
+      continue;
+    }
+    char b[4];
+    std::snprintf(b, sizeof b, "\\%02X", u);
+    e += b;
+  }
+  return e;
+}
+
 }  // namespace kiln::render::llvm_text

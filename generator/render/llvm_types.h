@@ -25,5 +25,7 @@ std::string float_literal(double v, DType d);
 std::string int_literal(int64_t v, DType d);  // the value's bits at d's width, read as signed
 std::string zero_of(DType d);
 std::string suffix(DType d);  // an intrinsic's type suffix: f32, v8f32, i64, v4i1
+// the inside of an LLVM string ("..."): quotes, backslashes and what is not printable as \XX
+std::string escaped(std::string_view s);
 
 }  // namespace kiln::render::llvm_text

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "generator/codegen/pipeline.h"
 #include "generator/render/c.h"
@@ -456,6 +457,42 @@ TEST(LlvmObject, IsTheSameBytesEveryTimeAndNamesNoPath) {
     EXPECT_NE(as.find(".file\t\"nn\""), std::string::npos) << as.substr(0, 400);
     EXPECT_NE(as.find(c.kernels[0].name + ":"), std::string::npos);
   }
+}
+
+// The emitter compiles a run's modules on many threads at once: the same bytes as one at a time
+TEST(LlvmObject, CompilesOnManyThreadsAtOnce) {
+  Context ctx;
+  schedule::Schedule s = softmax_schedule(ctx);
+  Compiled c = compile(s);
+  std::vector<std::string> irs, want, got(8);
+  for (int i = 0; i < 8; ++i) {
+    const target::Target& t = tgt(kTargets[i % 2]);
+    irs.push_back(c.module(t, s.vars, "m" + std::to_string(i)));
+    want.push_back(target::compile_module(t, irs.back(), target::Artifact::Object));
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      got[size_t(i)] = target::compile_module(tgt(kTargets[i % 2]), irs[size_t(i)], target::Artifact::Object);
+    });
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(got[size_t(i)] == want[size_t(i)]) << i;
+}
+
+// Names are the emitter's and the CLI's (a library's, a spec file's): any bytes are spelled as LLVM
+// strings, never break the text
+TEST(LlvmObject, ModuleAndKernelNamesAreEscaped) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {8}), b = Tensor::input(ctx, "b", dtypes::float32, {8});
+  std::vector<Tensor> ins{a, b}, outs{a + b};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  Compiled c = compile(s);
+  render::LlvmKernel k{c.kernels[0].linear, "odd \"name\"\\", s.vars};
+  std::string ir = render::render_llvm_module(tgt("x86_64-avx2"), "my \"lib\"\n\\x.o", std::span(&k, 1));
+  EXPECT_NE(ir.find("source_filename = \"my \\22lib\\22\\0A\\5Cx.o\"\n"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("define void @\"odd \\22name\\22\\5C\"("), std::string::npos) << ir;
+  std::string obj = target::compile_module(tgt("x86_64-avx2"), ir, target::Artifact::Object);
+  EXPECT_NE(obj.find("odd \"name\"\\"), std::string::npos);  // the symbol, as given
 }
 
 TEST(LlvmObject, Avx512KernelsUse512BitVectors) {

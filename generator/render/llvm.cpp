@@ -1,111 +1,18 @@
 #include "generator/render/llvm.h"
 
 #include <algorithm>
-#include <bit>
-#include <cinttypes>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <cctype>
 #include <map>
 #include <set>
 #include <vector>
 
+#include "generator/render/llvm_types.h"
+
 namespace kiln::render {
 
+using namespace llvm_text;  // NOLINT: the types and literals of the text
+
 namespace {
-
-std::string num(int64_t v) { return std::to_string(v); }
-
-// ---------------------------------------------------------------- types and literals
-
-// a scalar's LLVM type: bfloat16 is computed in float (and rounded after every op), as the C does
-std::string_view scalar_type(DType d) {
-  switch (d.scalar) {
-    case Scalar::Bool:
-      return "i1";
-    case Scalar::Int8:
-    case Scalar::Uint8:
-      return "i8";
-    case Scalar::Int16:
-    case Scalar::Uint16:
-      return "i16";
-    case Scalar::Int32:
-    case Scalar::Uint32:
-      return "i32";
-    case Scalar::Int64:
-    case Scalar::Uint64:
-      return "i64";
-    case Scalar::Float16:
-      return "half";
-    case Scalar::BFloat16:
-    case Scalar::Float32:
-      return "float";
-    case Scalar::Float64:
-      return "double";
-    default:
-      throw InternalError("render LLVM: no LLVM type for " + to_string(d) + " (commit weak / lower index first)");
-  }
-}
-
-// the type in memory: bool as a byte (C's bool), bfloat16 as its 16 bits
-std::string_view scalar_mem_type(DType d) {
-  if (is_bool(d)) return "i8";
-  if (d.scalar == Scalar::BFloat16) return "i16";
-  return scalar_type(d);
-}
-
-std::string vector_of(int n, std::string_view t) {
-  if (n == 1) return std::string(t);
-  return "<" + num(n) + " x " + std::string(t) + ">";
-}
-std::string ty(DType d) { return vector_of(d.count, scalar_type(d)); }
-std::string mem_ty(DType d) { return vector_of(d.count, scalar_mem_type(d)); }
-
-// a scalar literal as a value of a (vector) type: vectors take a splat
-std::string splat(int count, std::string_view elem, const std::string& lit) {
-  if (count == 1) return lit;
-  return "splat (" + std::string(elem) + " " + lit + ")";
-}
-
-std::string hex64(uint64_t bits) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%016" PRIX64, bits);
-  return b;
-}
-
-// LLVM spells float constants as the double of the same value (exact for float and half)
-std::string float_literal(double v, DType d) {
-  double x = v;
-  if (d.scalar == Scalar::Float32 || d.scalar == Scalar::BFloat16)
-    x = double(float(v));                                                        // as the C's literal: float(v)
-  if (d.scalar == Scalar::Float16) x = double(static_cast<_Float16>(float(v)));  // (_Float16)float(v)
-  if (std::isnan(x)) return hex64(0x7ff8000000000000ull);                        // C's NAN: the quiet NaN
-  return hex64(std::bit_cast<uint64_t>(x));
-}
-
-std::string int_literal(int64_t v, DType d) {
-  if (is_bool(d)) return v ? "true" : "false";
-  int bits = bitsize(d);
-  if (bits < 64) {  // the value's bit pattern read as a signed integer of the width
-    uint64_t m = (uint64_t(1) << bits) - 1, u = uint64_t(v) & m;
-    if (u >> (bits - 1)) u |= ~m;
-    v = int64_t(u);
-  }
-  return num(v);
-}
-
-std::string zero_of(DType d) {
-  if (d.count > 1) return "zeroinitializer";
-  if (is_bool(d)) return "false";
-  return is_float(d) ? "0.0" : "0";
-}
-
-// an intrinsic's type suffix: f32, v8f32, i64, v4i1
-std::string suffix(DType d) {
-  std::string_view t = scalar_type(d);
-  std::string e = t == "half" ? "f16" : t == "float" ? "f32" : t == "double" ? "f64" : std::string(t);
-  return d.count > 1 ? "v" + num(d.count) + e : e;
-}
 
 // ---------------------------------------------------------------- one kernel
 
@@ -165,39 +72,51 @@ class LlvmRenderer {
     }
   }
 
-  // one scope per kernel buffer (restrict): an access through buffer k is in scope k and aliases
-  // none of the others
+  // One scope per kernel buffer (restrict) and per accumulator: an access through one is in its
+  // scope and aliases none of the others. (LLVM knows an alloca from a buffer only where it can
+  // prove the alloca never escapes; without the scopes its vectorizer checks at run time.) Past
+  // kMaxScopes memories the accumulators go without: the lists grow as the square.
   void alias_scopes() {
-    std::vector<int32_t> slots;
-    for (size_t i = 0; i < lin_.size(); ++i)
-      if (needed_[i] && lin_[i]->op == Op::PARAM) slots.push_back(lin_[i]->arg<ParamArg>().slot);
-    std::sort(slots.begin(), slots.end());
-    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    if (slots.size() < 2) return;
+    constexpr size_t kMaxScopes = 64;
+    std::vector<std::pair<std::string, std::string>> mems;  // key, label
+    std::set<std::string> seen;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < lin_.size(); ++i) {
+        const UOp* u = lin_[i];
+        if (!needed_[i] || u->op != (pass == 0 ? Op::PARAM : Op::BUFFER)) continue;
+        if (pass == 1 && mems.size() >= kMaxScopes) break;
+        std::string key = mem_key(u);
+        if (!seen.insert(key).second) continue;
+        mems.push_back(
+            {key, u->op == Op::PARAM ? "bufs[" + num(u->arg<ParamArg>().slot) + "]" : "acc" + num(int64_t(i))});
+      }
+    if (mems.size() < 2) return;
     int domain = m_.next_md++;
-    m_.metadata += "!" + num(domain) + " = distinct !{!" + num(domain) + ", !\"" + k_.name + "\"}\n";
+    m_.metadata += "!" + num(domain) + " = distinct !{!" + num(domain) + ", !\"" + escaped(k_.name) + "\"}\n";
     std::vector<int> scope;
-    for (int32_t s : slots) {
+    for (const auto& [key, label] : mems) {
       int id = m_.next_md++;
       scope.push_back(id);
-      m_.metadata +=
-          "!" + num(id) + " = distinct !{!" + num(id) + ", !" + num(domain) + ", !\"bufs[" + num(s) + "]\"}\n";
+      m_.metadata += "!" + num(id) + " = distinct !{!" + num(id) + ", !" + num(domain) + ", !\"" + label + "\"}\n";
     }
-    for (size_t k = 0; k < slots.size(); ++k) {
+    for (size_t k = 0; k < mems.size(); ++k) {
       int self = m_.next_md++, others = m_.next_md++;
       m_.metadata += "!" + num(self) + " = !{!" + num(scope[k]) + "}\n";
       std::string list;
-      for (size_t j = 0; j < slots.size(); ++j)
+      for (size_t j = 0; j < mems.size(); ++j)
         if (j != k) list += (list.empty() ? "!" : ", !") + num(scope[j]);
       m_.metadata += "!" + num(others) + " = !{" + list + "}\n";
-      scope_md_[slots[k]] = ", !alias.scope !" + num(self) + ", !noalias !" + num(others);
+      scope_md_[mems[k].first] = ", !alias.scope !" + num(self) + ", !noalias !" + num(others);
     }
+  }
+  std::string mem_key(const UOp* buf) const {
+    return buf->op == Op::PARAM ? "p" + num(buf->arg<ParamArg>().slot) : "a" + num(int64_t(pos_[buf->id]));
   }
 
   static std::string quoted_name(const std::string& n) {
     bool plain = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]));
     for (char c : n) plain &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-    return plain ? n : "\"" + n + "\"";
+    return plain ? n : "\"" + escaped(n) + "\"";
   }
 
   InternalError fail(const std::string& what) const {
@@ -290,15 +209,32 @@ class LlvmRenderer {
     return {nullptr, i};
   }
   std::string alias_md(const UOp* buf) const {
-    if (buf->op != Op::PARAM) return "";
-    auto it = scope_md_.find(buf->arg<ParamArg>().slot);
+    auto it = scope_md_.find(mem_key(buf));
     return it == scope_md_.end() ? "" : it->second;
   }
   // the address of element i of the buffer
   std::string address(const UOp* buf, const UOp* i) {
     DType elem = buf->dtype.elem();
     std::string et = buf->op == Op::BUFFER ? ty(elem) : mem_ty(elem);
-    return let("getelementptr inbounds " + et + ", ptr " + ex(buf) + ", " + ty(i->dtype) + " " + ex(i));
+    int budget = 16;
+    return let("getelementptr inbounds " + et + ", ptr " + ex(buf) + ", i64 " + offset64(i, budget));
+  }
+  // An int32 index as the i64 the address needs, its sums and products that cannot overflow widened
+  // term by term (the same value): sign-extending the whole would hide from LLVM that the elements
+  // of a Lane loop are consecutive once it is unrolled (a sum of a multiple of 64 and a lane becomes
+  // an `or`, which a sext does not pass), and turn its vector loads into gathers. `budget` bounds
+  // the terms so that a shared DAG is not written out as a tree.
+  std::string offset64(const UOp* i, int& budget) {
+    if (i->dtype == dtypes::int64) return ex(i);
+    bool wide = i->dtype == dtypes::int32 && (i->op == Op::ADD || i->op == Op::MUL) && !may_overflow(i);
+    if (i->op == Op::CONST) return int_literal(i->cval().i, dtypes::int64);
+    if (wide && budget > 0) {
+      --budget;
+      std::string a = offset64(i->src(0), budget), b = offset64(i->src(1), budget);
+      return let(std::string(i->op == Op::ADD ? "add nsw i64 " : "mul nsw i64 ") + a + ", " + b);
+    }
+    if (is_unsigned(i->dtype) || is_bool(i->dtype)) return let("zext " + ty(i->dtype) + " " + ex(i) + " to i64");
+    return let("sext " + ty(i->dtype) + " " + ex(i) + " to i64");
   }
   // a value of dtype d as it is stored, from memory's representation and back
   std::string to_memory(const std::string& v, DType d, bool reg) {
@@ -320,7 +256,7 @@ class LlvmRenderer {
     const UOp* src = u->src(0);
     if (src->op != Op::INDEX) {  // an accumulator itself
       const UOp* b = buffer_of(src);
-      return set(u, let("load " + ty(d) + ", ptr " + ex(b) + ", align " + num(align_of(d))));
+      return set(u, let("load " + ty(d) + ", ptr " + ex(b) + ", align " + num(align_of(d)) + alias_md(b)));
     }
     const UOp* buf = buffer_of(src->src(0));
     bool reg = buf->op == Op::BUFFER;
@@ -361,7 +297,7 @@ class LlvmRenderer {
     DType d = val->dtype;
     if (dst->op != Op::INDEX) {
       const UOp* b = buffer_of(dst);
-      return emit("store " + ty(d) + " " + ex(val) + ", ptr " + ex(b) + ", align " + num(align_of(d)));
+      return emit("store " + ty(d) + " " + ex(val) + ", ptr " + ex(b) + ", align " + num(align_of(d)) + alias_md(b));
     }
     const UOp* buf = buffer_of(dst->src(0));
     bool reg = buf->op == Op::BUFFER;
@@ -584,8 +520,9 @@ class LlvmRenderer {
         return emit("ret void");
       case Op::CONST:
         if (u->is_invalid()) return;
-        if (d.count > 1) throw fail("a vector CONST (" + to_string(d) + ")");
-        return set(u, is_float(d) ? float_literal(u->cval().f, d) : int_literal(u->cval().i, d));
+        // a vector CONST has every lane the same
+        return set(u, splat(d.count, scalar_type(d),
+                            is_float(d) ? float_literal(u->cval().f, d) : int_literal(u->cval().i, d)));
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
         std::string p = let("getelementptr inbounds ptr, ptr %bufs, i64 " + num(pa.slot));
@@ -671,10 +608,10 @@ class LlvmRenderer {
   Module& m_;
   const LlvmKernel& k_;
   std::span<const UOp* const> lin_;
-  std::vector<uint32_t> pos_;                // by node id: the position in lin_
-  std::vector<std::string> names_;           // by position: how users spell the value
-  std::vector<uint8_t> needed_;              // by position
-  std::map<int32_t, std::string> scope_md_;  // by buffer slot: the metadata its accesses carry
+  std::vector<uint32_t> pos_;                    // by node id: the position in lin_
+  std::vector<std::string> names_;               // by position: how users spell the value
+  std::vector<uint8_t> needed_;                  // by position
+  std::map<std::string, std::string> scope_md_;  // by mem_key: the metadata the accesses carry
   std::string allocas_, body_, block_ = "entry";
   int tmp_ = 0, block_id_ = 0;
   bool uses_core_ = false;
@@ -687,11 +624,12 @@ std::string render_llvm_module(const target::Target& t, std::string_view module_
   if (t.triple.empty()) throw InternalError("render LLVM: target " + t.name + " has no LLVM triple");
   Module m;
   for (const LlvmKernel& k : kernels) LlvmRenderer(m, k).run();
-  std::string s = "; ModuleID = '" + std::string(module_name) + "'\nsource_filename = \"" + std::string(module_name) +
+  std::string s = "; ModuleID = '" + escaped(module_name) + "'\nsource_filename = \"" + escaped(module_name) +
                   "\"\ntarget triple = \"" + t.triple + "\"\n\n";
   s += m.text;
   for (const std::string& d : m.decls) s += d + "\n";
-  s += "\nattributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu +
+  s += std::string(m.decls.empty() ? "" : "\n") +
+       "attributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu +
        "\" \"target-features\"=\"" + t.features + "\" \"prefer-vector-width\"=\"" + num(8 * t.vector_bytes) +
        "\" \"min-legal-vector-width\"=\"0\" }\n";
   if (!m.metadata.empty()) s += "\n" + m.metadata;

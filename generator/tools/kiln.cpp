@@ -423,7 +423,8 @@ static int run(int argc, char** argv) {
       "stderr; exit 1 if any spec has one.\n"
       "Output: '<kernel>: <N> kernels' per kernel, N the number of kernels it is scheduled into.");
 
-  auto* codegen = app.add_subcommand("codegen", "compile .kiln kernel specs to C (the CPU pipeline)");
+  auto* codegen = app.add_subcommand(
+      "codegen", "compile .kiln kernel specs to C, or with --target to LLVM IR, assembly or objects");
   std::vector<std::string> cg_specs;
   std::string only, dump_after;
   bool dump_all = false;
@@ -444,6 +445,8 @@ static int run(int argc, char** argv) {
       "  void <kernel>_<n>(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);\n"
       "bufs[i]: the kernel's buffer i; vars[j]: the j-th dim declared in its spec file. Call it once per\n"
       "core, core = 0 .. cores-1, concurrently or one after another: each call does its share.\n"
+      "With --target T (an object target, see `kiln targets`): the same kernels through LLVM, one module per\n"
+      "spec file named after it: its LLVM IR (--emit-llvm), its assembly (--asm) or the object (-o FILE).\n"
       "Stages:" +
       stage_list);
 
@@ -557,6 +560,10 @@ static int run(int argc, char** argv) {
       }
       if (cg.target && !cg_asm && !cg_llvm && output.empty()) {
         std::cerr << "kiln: error: an object is binary: write it with -o FILE, or print --asm or --emit-llvm\n";
+        return 1;
+      }
+      if (cg.target && !cg_asm && !cg_llvm && cg_specs.size() != 1) {  // objects do not concatenate
+        std::cerr << "kiln: error: an object holds the kernels of one spec file (got " << cg_specs.size() << ")\n";
         return 1;
       }
       return run_codegen(cg_specs, only, dump_after, dump_all, output, cg);

@@ -238,6 +238,46 @@ check "codegen bad spec" "1 0" "$? $(wc -c <"$tmp/out")"
 "$kiln" codegen "$here/specs/ok.kiln" -o /dev/null 2>"$tmp/err"
 check "codegen -o /dev/null" "0 1" "$? $([[ -c /dev/null ]] && echo 1)"
 
+# kiln codegen --target: an object target's kernels through LLVM, as IR, assembly or the object
+"$kiln" codegen --target x86_64-avx512 --emit-llvm "${specs[@]}" >"$tmp/k.ll" 2>"$tmp/err"
+check "codegen --emit-llvm" "0 " "$? $(cat "$tmp/err")"
+check "codegen --emit-llvm kernels" "$("$kiln" check "${specs[@]}" | awk '{ n += $2 } END { print n }')" \
+  "$(grep -c '^define void @[a-z_]*_[0-9]*(ptr noalias nocapture noundef readonly %bufs, ptr noalias nocapture noundef readonly %vars, i32 noundef %core, i32 noundef %cores) #0 {$' "$tmp/k.ll")"
+check "codegen --emit-llvm one module per spec" "2 examples nn" \
+  "$(grep -c '^target triple = "x86_64-unknown-linux-gnu"$' "$tmp/k.ll") $(sed -n 's/^source_filename = "\(.*\)"$/\1/p' "$tmp/k.ll" | tr '\n' ' ' | sed 's/ $//')"
+check "codegen --emit-llvm 512-bit vectors" 2 "$(grep -c '"target-cpu"="skylake-avx512".*"prefer-vector-width"="512"' "$tmp/k.ll")"
+check "codegen --emit-llvm deterministic" "$(cat "$tmp/k.ll")" "$("$kiln" codegen --target x86_64-avx512 --emit-llvm "${specs[@]}" 2>&1)"
+"$kiln" codegen --target x86_64-avx512 --asm "$here/specs/ok.kiln" --kernel gemm >"$tmp/k.s" 2>"$tmp/err"
+check "codegen --asm" "0 1 1" "$? $(grep -c '^gemm_0:$' "$tmp/k.s") $(grep -q zmm "$tmp/k.s" && echo 1)"
+"$kiln" codegen --target x86_64-avx2 "${specs[1]}" -o "$tmp/k.o" 2>"$tmp/err"
+check "codegen --target -o writes the object" "0 " "$? $(cat "$tmp/err")"
+${CC:-cc} -shared "$tmp/k.o" -o "$tmp/k.so" -lm 2>"$tmp/err"
+check "codegen object links" "0 " "$? $(head -5 "$tmp/err")"
+# every kernel of the spec is in it, defined once
+check "codegen object has the kernels" "$("$kiln" check "${specs[1]}" | awk '{ n += $2 } END { print n }')" \
+  "$(nm "$tmp/k.so" | grep -c ' T [a-z_]*_[0-9]*$')"
+"$kiln" codegen --target x86_64-avx2 "${specs[1]}" -o "$tmp/k2.o"
+check "codegen object deterministic" "0" "$(cmp -s "$tmp/k.o" "$tmp/k2.o"; echo $?)"
+"$kiln" codegen --target x86_64-avx2 "${specs[@]}" -o "$tmp/k3.o" 2>"$tmp/err"
+check "codegen object of two specs" "1 kiln: error: an object holds the kernels of one spec file (got 2)" \
+  "$? $(cat "$tmp/err")"
+check "codegen --target cpu is the C" "$(cat "$tmp/k.c")" "$("$kiln" codegen --target cpu "${specs[@]}" 2>&1)"
+"$kiln" codegen --target nope "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+check "codegen unknown target" "1 kiln: error: unknown target 'nope' (expected one of cpu, x86_64-avx2, x86_64-avx512)" \
+  "$? $(cat "$tmp/err")"
+"$kiln" codegen --asm "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+check "codegen --asm without a target" \
+  "1 kiln: error: --asm and --emit-llvm need an object target (--target x86_64-avx512)" "$? $(cat "$tmp/err")"
+"$kiln" codegen --target cpu --emit-llvm "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+check "codegen --emit-llvm for a C target" \
+  "1 kiln: error: --asm and --emit-llvm need an object target (--target cpu writes C)" "$? $(cat "$tmp/err")"
+"$kiln" codegen --target x86_64-avx2 "$here/specs/ok.kiln" >"$tmp/out" 2>"$tmp/err"
+check "codegen object to a terminal" \
+  "1 0 kiln: error: an object is binary: write it with -o FILE, or print --asm or --emit-llvm" \
+  "$? $(wc -c <"$tmp/out") $(cat "$tmp/err")"
+"$kiln" codegen --target x86_64-avx2 --asm --emit-llvm "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+check "codegen --asm with --emit-llvm" "1 kiln: error: --asm and --emit-llvm exclude each other" "$? $(cat "$tmp/err")"
+
 # kiln gen: targets listed with spaces end at the first spec; the split runs (--emit) write the
 # bytes of one run
 cp "$here/specs/ok.kiln" "$tmp/one.kiln"

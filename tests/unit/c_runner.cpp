@@ -40,26 +40,49 @@ std::string make_temp_dir() {
 
 // ---------------------------------------------------------------- Library
 
+namespace {
+
+// Writes `contents` to source_path, runs `$CC <args>` (args name the source and dir/lib.so), loads
+// dir/lib.so.
+void* build_and_load(const std::string& dir, const std::string& source_path, const std::string& contents,
+                     const std::string& args, const char* what) {
+  std::string so = dir + "/lib.so", log = dir + "/compile.log";
+  {
+    std::ofstream f(source_path, std::ios::binary);
+    f << contents;
+    if (!f) throw CompileError("cannot write " + source_path);
+  }
+  const char* cc = std::getenv("CC");
+  // $CC is a command line of its own (e.g. "ccache gcc"), so it stays unquoted.
+  std::string cmd = std::string(cc && *cc ? cc : "cc") + " " + args;
+  int rc = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
+  if (rc != 0)
+    throw CompileError(std::string(what) + " failed (status " + std::to_string(rc) + "): " + cmd + "\n" +
+                       read_text(log));
+  void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw CompileError("cannot load " + so + ": " + dlerror());
+  return handle;
+}
+
+}  // namespace
+
 Library Library::compile(const std::string& c_source, const std::vector<std::string>& extra_flags) {
   Library lib;
   lib.dir_ = make_temp_dir();
   lib.source_path_ = lib.dir_ + "/src.c";
-  std::string so = lib.dir_ + "/lib.so", log = lib.dir_ + "/compile.log";
-  {
-    std::ofstream f(lib.source_path_);
-    f << c_source;
-    if (!f) throw CompileError("cannot write " + lib.source_path_);
-  }
-  const char* cc = std::getenv("CC");
-  // $CC is a command line of its own (e.g. "ccache gcc"), so it stays unquoted.
-  std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c99 -O2 -fPIC -shared -o " + shell_quote(so) + " " +
-                    shell_quote(lib.source_path_) + " -lm";
-  for (const std::string& flag : extra_flags) cmd += " " + shell_quote(flag);
-  int rc = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
-  if (rc != 0)
-    throw CompileError("C compilation failed (status " + std::to_string(rc) + "): " + cmd + "\n" + read_text(log));
-  lib.handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib.handle_) throw CompileError("cannot load " + so + ": " + dlerror());
+  std::string args = "-std=c99 -O2 -fPIC -shared -o " + shell_quote(lib.dir_ + "/lib.so") + " " +
+                     shell_quote(lib.source_path_) + " -lm";
+  for (const std::string& flag : extra_flags) args += " " + shell_quote(flag);
+  lib.handle_ = build_and_load(lib.dir_, lib.source_path_, c_source, args, "C compilation");
+  return lib;
+}
+
+Library Library::link_object(const std::string& object) {
+  Library lib;
+  lib.dir_ = make_temp_dir();
+  lib.source_path_ = lib.dir_ + "/kernels.o";
+  std::string args = "-shared -o " + shell_quote(lib.dir_ + "/lib.so") + " " + shell_quote(lib.source_path_) + " -lm";
+  lib.handle_ = build_and_load(lib.dir_, lib.source_path_, object, args, "linking the object");
   return lib;
 }
 

@@ -1,8 +1,8 @@
 // The native runner (tests only, never shipped): compiles generated C kernels with the system C
-// compiler into a shared object, loads it, and runs a whole schedule natively, laid out exactly as
-// the kernel-AST interpreter lays it out (inputs and outputs in their own memory, every
-// intermediate at its planned offset in one poisoned 64-byte aligned arena). Its outputs are
-// comparable with interp::run_schedule's, value for value.
+// compiler into a shared object (or links an object kiln compiled with LLVM into one), loads it, and runs a whole
+// schedule natively, laid out exactly as the kernel-AST interpreter lays it out (inputs and outputs in their own
+// memory, every intermediate at its planned offset in one poisoned 64-byte aligned arena). Its outputs are comparable
+// with interp::run_schedule's, value for value.
 //
 // The kernel ABI (C99): every kernel is one function of the translation unit,
 //   void <kernel name>(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
@@ -34,6 +34,8 @@ class Library {
 
   // Compiles with `$CC` (else `cc`) -std=c99 -O2 -fPIC -shared ... -lm, plus `extra_flags`.
   static Library compile(const std::string& c_source, const std::vector<std::string>& extra_flags = {});
+  // Links an object file's bytes (an LLVM-compiled module) with `$CC` (else `cc`) -shared ... -lm.
+  static Library link_object(const std::string& object);
 
   Library(Library&& other) noexcept;
   Library& operator=(Library&& other) noexcept;
@@ -41,8 +43,8 @@ class Library {
   Library& operator=(const Library&) = delete;
   ~Library();
 
-  KernelFn get(const std::string& name) const;  // throws std::runtime_error for a missing symbol
-  const std::string& source_path() const { return source_path_; }
+  KernelFn get(const std::string& name) const;                     // throws std::runtime_error for a missing symbol
+  const std::string& source_path() const { return source_path_; }  // the C, or the object
 
  private:
   Library() = default;

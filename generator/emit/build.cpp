@@ -209,6 +209,7 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
       for (const Target* t : targets_) {
         Compiled::ForTarget code;
         codegen::PipelineOptions po;
+        po.target = t;
         po.applied_opts = &code.opts;
         codegen::CKernel ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
         code.source = std::move(ck.source);

@@ -212,9 +212,10 @@ class LlvmRenderer {
     auto it = scope_md_.find(mem_key(buf));
     return it == scope_md_.end() ? "" : it->second;
   }
-  // the address of element i of the buffer
+  // the address of element i of the buffer: i counts scalar elements in every buffer, an accumulator
+  // of vectors too (its vector i / n holds elements i..i+n-1: ops.def's vector contract)
   std::string address(const UOp* buf, const UOp* i) {
-    DType elem = buf->dtype.elem();
+    DType elem = buf->dtype.elem().base();
     std::string et = buf->op == Op::BUFFER ? ty(elem) : mem_ty(elem);
     int budget = 16;
     return let("getelementptr inbounds " + et + ", ptr " + ex(buf) + ", i64 " + offset64(i, budget));

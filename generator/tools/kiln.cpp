@@ -215,7 +215,8 @@ bool write_file(const std::string& path, const std::string& text) {
 // With an object target (one LLVM compiles for): its LLVM IR (--emit-llvm), its assembly (--asm) or the
 // object itself (-o), one module per spec file, named after the file.
 struct CodegenTarget {
-  const kiln::target::Target* target = nullptr;  // null: C
+  const kiln::target::Target* target = nullptr;   // an object target; null: C
+  const kiln::target::Target* program = nullptr;  // whose program the pipeline makes (its vector width)
   bool emit_llvm = false, assembly = false;
 };
 
@@ -256,6 +257,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
           std::cout << "// ---- " << sk.name << " after " << stage << "\n" << text << "\n";
         };
         kiln::codegen::PipelineOptions opts;
+        opts.target = cg.program;
         opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) {
           if (dumped(stage)) dump(stage, kiln::print_graph(s));
         };
@@ -435,7 +437,8 @@ static int run(int argc, char** argv) {
   std::string output, cg_target;
   bool cg_asm = false, cg_llvm = false;
   codegen->add_option("-o,--output", output, "write the C here instead of standard output");
-  codegen->add_option("--target", cg_target, "an object target: compile with LLVM instead of writing C");
+  codegen->add_option("--target", cg_target,
+                      "the target whose program to make (default cpu); an object target's is compiled with LLVM");
   codegen->add_flag("--asm", cg_asm, "with --target: print the assembly");
   codegen->add_flag("--emit-llvm", cg_llvm, "with --target: print the LLVM IR");
   std::string stage_list;
@@ -539,6 +542,7 @@ static int run(int argc, char** argv) {
   if (codegen->parsed()) {
     try {
       CodegenTarget cg;
+      cg.program = kiln::target::find("cpu");
       if (!cg_target.empty()) {
         cg.target = kiln::target::find(cg_target);
         if (!cg.target) {
@@ -546,12 +550,15 @@ static int run(int argc, char** argv) {
                     << kiln::target::known_names() << ")\n";
           return 1;
         }
-        if (cg.target->triple.empty()) cg.target = nullptr;  // a C target: its kernels are the C
+        cg.program = cg.target;
+        // a C target: its kernels are the C (its vector width)
+        if (cg.target->output == kiln::target::Output::CSource) cg.target = nullptr;
       }
       cg.emit_llvm = cg_llvm, cg.assembly = cg_asm;
       if ((cg_asm || cg_llvm) && !cg.target) {
-        std::cerr << "kiln: error: --asm and --emit-llvm need an object target (--target "
-                  << (cg_target.empty() ? "x86_64-avx512" : cg_target + " writes C") << ")\n";
+        std::cerr << "kiln: error: --asm and --emit-llvm need an object target ("
+                  << (cg_target.empty() ? "--target; kiln targets lists them" : "--target " + cg_target + " writes C")
+                  << ")\n";
         return 1;
       }
       if (cg_asm && cg_llvm) {

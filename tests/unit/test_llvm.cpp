@@ -50,12 +50,23 @@ bool runs_here(const target::Target& t) {
 const char* const kTargets[] = {"x86_64-avx2", "x86_64-avx512"};
 
 // The kernels of a schedule through the pipeline, their C and their LLVM module.
+// A schedule's kernels: as the cpu target's C (the reference), and as any target's own programs
+// (the pipeline takes the target: its vector width) rendered as one LLVM module.
 struct Compiled {
-  std::vector<codegen::CKernel> kernels;
+  std::vector<const UOp*> asts;
+  std::vector<codegen::CKernel> kernels;  // the cpu target's
   std::string c;
+  std::vector<codegen::CKernel> programs(const target::Target& t, std::span<const UOp* const> vars) const {
+    codegen::PipelineOptions po;
+    po.target = &t;
+    std::vector<codegen::CKernel> ks;
+    for (const UOp* a : asts) ks.push_back(codegen::compile_to_c(a, vars, po));
+    return ks;
+  }
   std::string module(const target::Target& t, std::span<const UOp* const> vars, std::string_view name = "k") const {
+    std::vector<codegen::CKernel> ks = programs(t, vars);
     std::vector<render::LlvmKernel> lk;
-    for (const auto& k : kernels) lk.push_back({k.linear, k.name, vars});
+    for (const auto& k : ks) lk.push_back({k.linear, k.name, vars});
     return render::render_llvm_module(t, name, lk);
   }
 };
@@ -63,6 +74,7 @@ struct Compiled {
 Compiled compile(const schedule::Schedule& s) {
   Compiled c;
   for (const auto& k : s.kernels) {
+    c.asts.push_back(k.ast);
     c.kernels.push_back(codegen::compile_to_c(k.ast, s.vars));
     c.c += c.kernels.back().source;
   }
@@ -392,11 +404,13 @@ TEST(LlvmRandomPrograms, AgreeWithTheOracle) {
     c.compiled = compile(c.sched);
     cases.push_back(std::move(c));
   }
-  for (const Case& c : cases)
-    for (const auto& k : c.compiled.kernels) lk.push_back({k.linear, k.name, c.sched.vars});
-  // the widest target this machine runs
+  // the widest target this machine runs, each program the target's own
   const target::Target& t = runs_here(tgt("x86_64-avx512")) ? tgt("x86_64-avx512") : tgt("x86_64-avx2");
   if (!runs_here(t)) GTEST_SKIP() << "this machine runs neither x86_64-avx512 nor x86_64-avx2";
+  std::vector<std::vector<codegen::CKernel>> programs;
+  for (const Case& c : cases) programs.push_back(c.compiled.programs(t, c.sched.vars));
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (const auto& k : programs[i]) lk.push_back({k.linear, k.name, cases[i].sched.vars});
   auto start = std::chrono::steady_clock::now();
   crun::Library lib = crun::Library::link_object(
       target::compile_module(t, render::render_llvm_module(t, "random", lk), target::Artifact::Object));

@@ -22,6 +22,7 @@
 #include "generator/target/llvm_compile.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
+#include "tests/unit/kernel_kinds.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
 
@@ -168,67 +169,23 @@ struct LlvmTest : ::testing::Test, ProgramInputs {
 
 // ---------------------------------------------------------------- canonical programs
 
-TEST_F(LlvmTest, ElementwiseAndBroadcast) {
-  Tensor a = input("a", {5, 7}), b = input("b", {7}), c = input("c", {5, 1});
-  expect_matches({(a * b + c).relu(), (a - c).exp() / (b.abs() + 1), a.sigmoid() * a.tanh() + a.sin().sqrt()});
-}
+TEST_F(LlvmTest, ElementwiseAndBroadcast) { kinds::elementwise_and_broadcast(*this); }
 
-TEST_F(LlvmTest, ReductionsOverEachAxis) {
-  Tensor x = input("x", {3, 4, 5});
-  for (int axis = 0; axis < 3; ++axis)
-    expect_matches({x.sum({axis}), x.max({axis}, true), x.min({axis}), x.mean({axis}), x.prod({axis})});
-  expect_matches({x.sum(), x.argmax(1), x.sum({0, 2})});
-}
+TEST_F(LlvmTest, ReductionsOverEachAxis) { kinds::reductions_over_each_axis(*this); }
 
-TEST_F(LlvmTest, SoftmaxLayernormAtSymbolicBounds) {
-  const UOp* m = ctx.var("M", 1, 9);
-  Tensor x = input("x", {m, 6});
-  expect_matches({x.softmax(-1), x.log_softmax(-1), x.layernorm(-1), x.rmsnorm(-1), x.softmax(0)},
-                 {{{"M", 1}}, {{"M", 4}}, {{"M", 9}}});
-}
+TEST_F(LlvmTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
 
 TEST_F(LlvmTest, MatmulShapes) {
-  for (auto [m, k, n] : {std::tuple{1, 7, 5}, {5, 7, 1}, {13, 11, 7}, {32, 24, 48}, {4, 3, 16}, {12, 64, 40}}) {
-    ins.clear();
-    Tensor a = input("a", {m, k}), b = input("b", {k, n});
-    expect_matches({a.matmul(b)});
-  }
+  kinds::matmul_shapes(*this);
   ins.clear();
-  const UOp* m = ctx.var("M", 1, 64);
-  Tensor x = input("x", {m, 784}), w1 = input("w1", {784, 128}), b1 = input("b1", {128}), w2 = input("w2", {128, 10});
-  expect_matches({(x.matmul(w1) + b1).relu().matmul(w2).softmax(-1)}, {{{"M", 1}}, {{"M", 17}}});
+  kinds::mlp(*this);
 }
 
-TEST_F(LlvmTest, ConvolutionsPoolingAttention) {
-  Tensor x = input("x", {2, 4, 7, 6}), w = input("w", {6, 2, 3, 2}), bias = input("bias", {6});
-  expect_matches(
-      {x.conv2d(w, &bias, 2, {2, 1}, {1, 2}, {1, 1}).relu(), x.max_pool2d({2, 2}), x.avg_pool2d({3, 3}, {2, 2})});
-  ins.clear();
-  Tensor x2 = input("x2", {1, 4, 8, 16}), w2 = input("w2", {8, 4, 3, 3});
-  expect_matches({x2.conv2d(w2, nullptr, 1, {1, 1}, {1, 1}, {1, 1}), x2.max_pool2d({3, 3}, {1, 1}, {1, 1})});
-  ins.clear();
-  const UOp* s = ctx.var("S", 1, 6);
-  Tensor q = input("q", {2, s, 8}), k = input("k", {2, s, 8}), v = input("v", {2, s, 8});
-  expect_matches({q.scaled_dot_product_attention(k, v, nullptr, true)}, {{{"S", 1}}, {{"S", 6}}});
-}
+TEST_F(LlvmTest, ConvolutionsPoolingAttention) { kinds::convolutions_pooling_attention(*this); }
 
-TEST_F(LlvmTest, GatedAndPaddedLoads) {
-  const UOp* n = ctx.var("N", 1, 5);
-  Tensor x = input("x", {3, n}), y = input("y", {2, n});
-  expect_matches({Tensor::cat({x, y}, 0), x.flip({0, 1}), x.pad({{Dim(1), Dim(2)}, {Dim(0), Dim(3)}}).exp(),
-                  x.transpose().reshape({n, 3}).sin()},
-                 {{{"N", 1}}, {{"N", 5}}});
-}
+TEST_F(LlvmTest, GatedAndPaddedLoads) { kinds::movement_ops(*this); }
 
-TEST_F(LlvmTest, IntegersBoolsHalfAndBfloat16) {
-  Tensor a = input("a", {4, 5}, dtypes::int32), b = input("b", {5}, dtypes::int8),
-         c = input("c", {4, 5}, dtypes::bool_);
-  Tensor h = input("h", {4, 5}, dtypes::float16), g = input("g", {4, 5}, dtypes::bfloat16);
-  expect_matches({a.idiv(b), a.mod(b), (a * b).sum({1}), c.where(a, b.cast(dtypes::int32)), (a < 3).logical_and(c),
-                  a.cast(dtypes::float16) * 0.5, (h * h + 1).sqrt(), Tensor::arange(ctx, 3, 40, 4) * 2,
-                  (g * g + 1).sqrt(), g.max({1}), h.cast(dtypes::bfloat16) + g,
-                  a.cast(dtypes::float32).bitcast(dtypes::int32) + 1});
-}
+TEST_F(LlvmTest, IntegersBoolsHalfAndBfloat16) { kinds::integers_bools_half_and_bfloat16(*this); }
 
 TEST_F(LlvmTest, IntegerDivisionAndModuloOfNegativeOperands) {
   for (DType d : {dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64}) {

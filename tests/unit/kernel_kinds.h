@@ -1,0 +1,86 @@
+// The kernel kinds every renderer is checked on against the oracle: the C renderer
+// (test_codegen_c.cpp) and the LLVM objects (test_llvm.cpp) run the same programs. Each is one
+// function over a test fixture with input(), ins, ctx and expect_matches(outs, bindings).
+#pragma once
+
+#include <tuple>
+#include <vector>
+
+#include "generator/frontend/tensor.h"
+
+namespace kiln::kinds {
+
+template <class F> void elementwise_and_broadcast(F& f) {
+  Tensor a = f.input("a", {5, 7}), b = f.input("b", {7}), c = f.input("c", {5, 1});
+  f.expect_matches({(a * b + c).relu(), (a - c).exp() / (b.abs() + 1), a.sigmoid() * a.tanh() + a.sin().sqrt()});
+}
+
+template <class F> void reductions_over_each_axis(F& f) {
+  Tensor x = f.input("x", {3, 4, 5});
+  for (int axis = 0; axis < 3; ++axis)
+    f.expect_matches({x.sum({axis}), x.max({axis}, true), x.min({axis}), x.mean({axis}), x.prod({axis})});
+  f.expect_matches({x.sum(), x.argmax(1), x.sum({0, 2})});
+}
+
+template <class F> void softmax_layernorm_at_symbolic_bounds(F& f) {
+  const UOp* m = f.ctx.var("M", 1, 9);
+  Tensor x = f.input("x", {m, 6});
+  f.expect_matches({x.softmax(-1), x.log_softmax(-1), x.layernorm(-1), x.rmsnorm(-1), x.softmax(0)},
+                   {{{"M", 1}}, {{"M", 4}}, {{"M", 9}}});
+}
+
+// an mlp at the bounds of its batch
+template <class F> void mlp(F& f) {
+  const UOp* m = f.ctx.var("M", 1, 64);
+  Tensor x = f.input("x", {m, 784}), w1 = f.input("w1", {784, 128}), b1 = f.input("b1", {128}),
+         w2 = f.input("w2", {128, 10});
+  f.expect_matches({(x.matmul(w1) + b1).relu().matmul(w2).softmax(-1)}, {{{"M", 1}}, {{"M", 17}}, {{"M", 64}}});
+}
+
+template <class F> void matmul_shapes(F& f) {
+  // the last three tile (4 rows x 16 / 8 columns): the register-tiled path
+  for (auto [m, k, n] :
+       {std::tuple{1, 7, 5}, {6, 1, 4}, {5, 7, 1}, {13, 11, 7}, {31, 37, 29}, {32, 24, 48}, {4, 3, 16}, {12, 64, 40}}) {
+    f.ins.clear();
+    Tensor a = f.input("a", {m, k}), b = f.input("b", {k, n});
+    f.expect_matches({a.matmul(b)});
+  }
+  f.ins.clear();
+  Tensor a = f.input("a", {2, 1, 3, 4}), b = f.input("b", {3, 4, 5});
+  f.expect_matches({a.matmul(b)});
+}
+
+template <class F> void convolutions_pooling_attention(F& f) {
+  Tensor x = f.input("x", {2, 4, 7, 6}), w = f.input("w", {6, 2, 3, 2}), bias = f.input("bias", {6});
+  f.expect_matches(
+      {x.conv2d(w, &bias, 2, {2, 1}, {1, 2}, {1, 1}).relu(), x.max_pool2d({2, 2}), x.avg_pool2d({3, 3}, {2, 2})});
+  f.ins.clear();
+  // tiled: 16 columns x 4 rows of output, where padding makes some copies independent of a loop
+  Tensor x2 = f.input("x2", {1, 4, 8, 16}), w2 = f.input("w2", {8, 4, 3, 3});
+  f.expect_matches({x2.conv2d(w2, nullptr, 1, {1, 1}, {1, 1}, {1, 1}), x2.max_pool2d({3, 3}, {1, 1}, {1, 1})});
+  f.ins.clear();
+  const UOp* s = f.ctx.var("S", 1, 6);
+  Tensor q = f.input("q", {2, s, 8}), k = f.input("k", {2, s, 8}), v = f.input("v", {2, s, 8});
+  f.expect_matches({q.scaled_dot_product_attention(k, v, nullptr, true)}, {{{"S", 1}}, {{"S", 6}}});
+}
+
+// movement ops: gated and padded loads
+template <class F> void movement_ops(F& f) {
+  const UOp* n = f.ctx.var("N", 1, 5);
+  Tensor x = f.input("x", {3, n}), y = f.input("y", {2, n});
+  f.expect_matches({Tensor::cat({x, y}, 0), x.flip({0, 1}), x.pad({{Dim(1), Dim(2)}, {Dim(0), Dim(3)}}).exp(),
+                    x.transpose().reshape({n, 3}).sin()},
+                   {{{"N", 1}}, {{"N", 5}}});
+}
+
+template <class F> void integers_bools_half_and_bfloat16(F& f) {
+  Tensor a = f.input("a", {4, 5}, dtypes::int32), b = f.input("b", {5}, dtypes::int8),
+         c = f.input("c", {4, 5}, dtypes::bool_);
+  Tensor h = f.input("h", {4, 5}, dtypes::float16), g = f.input("g", {4, 5}, dtypes::bfloat16);
+  f.expect_matches({a.idiv(b), a.mod(b), (a * b).sum({1}), c.where(a, b.cast(dtypes::int32)), (a < 3).logical_and(c),
+                    a.cast(dtypes::float16) * 0.5, (h * h + 1).sqrt(), Tensor::arange(f.ctx, 3, 40, 4) * 2,
+                    (g * g + 1).sqrt(), g.max({1}), h.cast(dtypes::bfloat16) + g,
+                    a.cast(dtypes::float32).bitcast(dtypes::int32) + 1});
+}
+
+}  // namespace kiln::kinds

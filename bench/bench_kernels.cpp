@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bench/random.h"
+
 #if KILN_BENCH_DNNL
 #include <omp.h>
 
@@ -56,13 +58,7 @@ void run_on(int threads, KernelFn fn, void* const* bufs, const int64_t* vars) {
   for (std::thread& t : others) t.join();
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using kiln::bench::random_floats;
 
 constexpr int64_t kBig = int64_t(1) << 24;  // 16M floats
 constexpr int64_t kRows = 4096;

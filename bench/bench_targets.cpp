@@ -11,22 +11,16 @@
 // Run: kiln_bench --benchmark_filter=Targets
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "bench/random.h"
 #include "kiln_bench_c.h"
 #include "kiln_bench_cpu.h"
 #include "kiln_bench_obj.h"
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using kiln::bench::random_floats;
 
 // Runs `call` (a kiln::Status(kiln::Context*)) with a context of state.range(0) threads; flops and
 // bytes per call give the GFLOP/s and GB/s counters.

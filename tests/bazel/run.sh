@@ -79,9 +79,13 @@ check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_act
 if [[ -n "$cmake_build" ]]; then
   for lib in kernels/kiln_kernels tests/gen/kiln_gen_test; do
     name="${lib##*/}"
-    # every file Bazel wrote, as CMake wrote it (a CMake build dir may keep files of older layouts)
+    # every file Bazel wrote, as its manifest lists them, as CMake wrote it (both output directories
+    # may keep files of older layouts)
     check "kiln: Bazel's $name files are CMake's, byte for byte" "" \
-      "$(for f in "bazel-bin/$lib"/*; do cmp "$f" "$cmake_build/kiln-gen/$name/${f##*/}" 2>&1; done)"
+      "$(for f in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["files"]))' \
+        "bazel-bin/$lib/$name.manifest.json"); do
+        cmp "bazel-bin/$lib/$f" "$cmake_build/kiln-gen/$name/$f" 2>&1
+      done)"
     check "kiln: Bazel wrote $name's files" "1" "$(ls "bazel-bin/$lib" | grep -c "^$name.manifest.json$")"
   done
 fi
@@ -90,7 +94,7 @@ fi
 # keeps its -g
 kernel_compile() {  # bazel options...: the -O and -g flags of the cpu kernel file's compile
   bazel aquery "${bz[@]}" "$@" 'mnemonic("CppCompile", //kernels:kiln_kernels_kernels_cpu_lib)' 2>/dev/null |
-    awk '/Command Line/ { f = 1 } f { print } f && /\)$/ { exit }' | tr ' ' '\n' |
+    awk '!done && /Command Line/ { f = 1 } f { print } f && /\)$/ { f = 0; done = 1 }' | tr ' ' '\n' |
     grep -E -- '^-(O[0-3sgz]?|g[0-9]?)$'
 }
 for mode in fastbuild dbg opt; do

@@ -1,0 +1,37 @@
+// The kiln CLI's commands: each subcommand's work, given its parsed options (kiln.cpp parses argv).
+#pragma once
+
+#include <istream>
+#include <string>
+#include <vector>
+
+#include "generator/emit/library.h"
+#include "generator/target/target.h"
+
+namespace kiln::cli {
+
+// kiln simplify: one s-expression per line of `in`; `source` prefixes the messages
+int run_simplify(std::istream& in, const std::string& source, bool stats);
+// kiln check
+int run_check(const std::vector<std::string>& paths);
+
+struct CodegenTarget {
+  const kiln::target::Target* target = nullptr;   // an object target; null: C
+  const kiln::target::Target* program = nullptr;  // whose program the pipeline makes (its vector width)
+  bool emit_llvm = false, assembly = false;
+};
+// kiln codegen
+int run_codegen(const std::vector<std::string>& paths, const std::string& only, const std::string& dump_after,
+                bool dump_all, const std::string& output, const CodegenTarget& cg);
+// kiln gen
+int run_gen(const kiln::emit::GenOptions& o, const std::string& out);
+// kiln explain
+int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
+                const std::string& cpu);
+
+// `--target cpu x86_64-avx2 a.kiln b.kiln`: the targets end at the first value that is not one
+void split_targets(kiln::emit::GenOptions& o);
+// every value split at its commas; an empty item is a usage error (false, with a message)
+bool split_commas(std::vector<std::string>& values, const std::string& option, const std::string& expected);
+
+}  // namespace kiln::cli

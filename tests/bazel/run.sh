@@ -17,6 +17,7 @@ spec_backup="$work/norm.kiln"
 cp "$here/norm.kiln" "$spec_backup"
 cleanup() {
   cp "$spec_backup" "$here/norm.kiln"
+  rm -rf "$here/bad_target"
   (cd "$here" && bazel shutdown) || true
   (cd "$root" && bazel shutdown) || true
   rm -rf "$work"
@@ -148,6 +149,16 @@ check "consumer: nothing of mlp.kiln is compiled again" "" "$(grep -i 'mlp' "$wo
 # its dispatch source and the cpu target's C (the x86 targets' kernels are objects)
 check "consumer: norm.kiln's files are compiled again" "2" "$(grep -c '^CppCompile.*hz_norm' "$work/change.txt")"
 cp "$spec_backup" norm.kiln
+
+# an unknown target fails the analysis with the known ones listed (from kiln's table)
+mkdir -p bad_target
+cp norm.kiln bad_target/
+printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
+  'kiln_library(name = "bad", specs = ["norm.kiln"], targets = ["cpu", "avx9"])' >bad_target/BUILD.bazel
+bad_out="$(bazel build "${bz[@]}" //bad_target:bad 2>&1 || true)"
+rm -rf bad_target
+check "consumer: an unknown target lists the known ones" "1" \
+  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: cpu, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
 
 if [[ -n "$cmake_build" ]]; then
   "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512 mlp.kiln norm.kiln

@@ -79,6 +79,7 @@ const UOp* store_shared_term(const UOp* sink);
 // accumulators (32 AVX-512 registers' worth) and reads each loaded value of B for 8 rows.
 // Measured on sgemm 1024^3 (bench_kernels): 4x16 gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80,
 // 16x16 12 and 8x128 47 (spills). Returns the opts it chose (applied to `sink`).
-std::vector<Opt> hand_coded_optimizations(const UOp*& sink);
+// `vector_registers` and `vector_bytes` are the target's (the defaults: the cpu target's).
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16);
 
 }  // namespace kiln::codegen

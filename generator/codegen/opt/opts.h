@@ -73,13 +73,14 @@ const UOp* split_store_lanes(const UOp* sink);
 // term's dtype (so the stored value is exact). Returns nullptr when the kernel has no such term.
 const UOp* store_shared_term(const UOp* sink);
 
-// The CPU heuristics: for a kernel that reduces into a 2-D (or higher) output, tile the two
-// innermost output axes: up to 64 lanes of the last (a loop the C compiler vectorizes, with one
-// accumulator per lane) and up to 8 unrolled rows, so one pass over the reduction updates 8 x 64
-// accumulators (32 AVX-512 registers' worth) and reads each loaded value of B for 8 rows.
-// Measured on sgemm 1024^3 (bench_kernels): 4x16 gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80,
-// 16x16 12 and 8x128 47 (spills). Returns the opts it chose (applied to `sink`).
-// `vector_registers` and `vector_bytes` are the target's (the defaults: the cpu target's).
+// The CPU heuristics (heuristic.cpp): for a kernel that reduces into a 2-D (or higher) output,
+// tile the two innermost output axes: lanes of the last (one accumulator per lane) and up to 8
+// unrolled rows that share each loaded value of B. The lanes are up to 64, or, where 8 rows of at
+// least 2 vectors fit in all but 8 of the target's registers (AVX-512), the widest that fit (8 x 32
+// floats: LLVM spills the 34 live vectors of 8 x 64). Measured on sgemm 1024^3 (AVX-512, C): 4x16
+// gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80, 16x16 12 and 8x128 47 (spills). Returns the opts it
+// chose (applied to `sink`). `vector_registers` and `vector_bytes` are the target's (the
+// defaults: the cpu target's).
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16);
 
 }  // namespace kiln::codegen

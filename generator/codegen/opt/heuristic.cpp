@@ -1,0 +1,185 @@
+// The CPU heuristics (tinygrad's codegen/opt/heuristic.py): which opts a kernel gets, from what
+// it reads and the target's registers; opts.cpp applies them.
+#include <algorithm>
+#include <vector>
+
+#include "generator/codegen/opt/opts.h"
+#include "generator/codegen/passes.h"
+#include "generator/rewrite/rewrite.h"
+#include "generator/symbolic/symbolic.h"
+
+namespace kiln::codegen {
+namespace {
+
+// The reads of inputs inside reductions: each address (its gate dropped) with the reduction's ranges
+struct ReductionRead {
+  const UOp* addr;
+  std::span<const UOp* const> ranges;
+};
+std::vector<ReductionRead> reads_in_reductions(const UOp* sink) {
+  std::vector<ReductionRead> reads;
+  for (const UOp* red : toposort(sink)) {
+    if (red->op != Op::REDUCE) continue;
+    for (const UOp* u : toposort(red->src(0))) {
+      if (u->op != Op::INDEX || u->src(0)->op != Op::PARAM) continue;
+      const UOp* addr = u->src(1);
+      if (addr->op == Op::WHERE && addr->src(2)->is_invalid()) addr = addr->src(1);
+      reads.push_back({addr, red->src().subspan(1)});
+    }
+  }
+  return reads;
+}
+
+// a read at an address that varies with its reduction but not with `row`
+bool shares_reads_across(const UOp* sink, const UOp* row) {
+  for (const ReductionRead& rd : reads_in_reductions(sink)) {
+    if (contains(rd.addr, row)) continue;
+    for (const UOp* r : rd.ranges)
+      if (contains(rd.addr, r)) return true;
+  }
+  return false;
+}
+
+// every read inside a reduction that moves with `r` moves forward by 1 to 4 elements: lanes over r
+// then read (nearly) consecutive elements (a matmul's B along its columns, a pooling window with
+// stride 2), not one stream per lane (partial sums over parts far apart)
+bool reads_consecutive_along(const UOp* sink, const UOp* r) {
+  const UOp* at = clone_range(r, first_free_axis(sink));  // r's stand-in, for r + 1 (a node cannot contain itself)
+  for (const ReductionRead& rd : reads_in_reductions(sink)) {
+    if (!contains(rd.addr, r)) continue;
+    const UOp* next = substitute(rd.addr, r, Expr(at) + 1);
+    const UOp* step = simplify(Expr(next) - Expr(substitute(rd.addr, r, at)));
+    if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const UOp* store_shared_term(const UOp* sink) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END) return nullptr;
+  const UOp* end = sink->src(0);
+  const UOp* st = end->src(0);
+  if (st->op != Op::STORE || st->nsrc() != 2 || st->src(0)->op != Op::INDEX) return nullptr;
+  const UOp *idx = st->src(0), *out = idx->src(0), *v = st->src(1);
+  // the innermost output loop; not the outermost, which the cores may share (each core's rows
+  // must be all it stores)
+  if (end->nsrc() < 3) return nullptr;
+  const UOp* n = end->src(end->nsrc() - 1);
+  if (out->op != Op::PARAM || n->op != Op::RANGE || n->arg<RangeArg>().type != AxisType::Loop) return nullptr;
+  auto v_nodes = toposort(v);
+  for (const UOp* u : v_nodes)
+    if (u == out) return nullptr;  // the kernel reads its output already
+  for (const UOp* red : v_nodes) {
+    if (red->op != Op::REDUCE || red->nsrc() != 2 || red->arg<ReduceArg>().op != Op::ADD) continue;
+    const UOp *k = red->src(1), *body = red->src(0);
+    // a term the row does not vary (softmax of a constant row) is no term of the row to store
+    if (k->src(0) != n->src(0) || body->dtype != out->dtype.elem() || !contains(body, k)) continue;
+    bool costly = false, nested = false;
+    for (const UOp* u : toposort(body)) {
+      costly |= u->op == Op::EXP2 || u->op == Op::LOG2 || u->op == Op::SIN;
+      nested |= u->op == Op::REDUCE && std::find(u->src().begin() + 1, u->src().end(), k) != u->src().end();
+    }
+    if (!costly || nested) continue;
+    const UOp* at_n = substitute(body, k, n);
+    if (std::find(v_nodes.begin(), v_nodes.end(), at_n) == v_nodes.end()) continue;
+    // found: the term is computed once per element, stored where the output goes, and read back
+    Context& ctx = sink->ctx();
+    int32_t axis = first_free_axis(sink);
+    RangeArg loop_arg = k->arg<RangeArg>();
+    loop_arg.type = AxisType::Loop;
+    loop_arg.axis = axis++;
+    const UOp* k1 = ctx.make(Op::RANGE, k->dtype, k->src(), loop_arg);
+    const UOp* k2 = clone_range(k, axis++);
+    const UOp* first =
+        ctx.make(Op::END, dtypes::void_,
+                 {ctx.make(Op::STORE, dtypes::void_, {substitute(idx, n, k1), substitute(body, k, k1)}), k1});
+    const UOp* stored = ctx.make(Op::AFTER, out->dtype, {out, first});
+    auto read_at = [&](const UOp* r) {
+      return ctx.make(Op::INDEX, body->dtype, {stored, substitute(idx->src(1), n, r)});
+    };
+    const UOp* sum = ctx.make(Op::REDUCE, red->dtype, {read_at(k2), k2}, red->arg());
+    const UOp* nv = substitute(v, {{at_n, read_at(n)}, {red, sum}});
+    // for each row: the loop that stores the term, then the output loop
+    const UOp* row = ctx.make(Op::END, dtypes::void_, {ctx.make(Op::STORE, dtypes::void_, {idx, nv}), n});
+    std::vector<const UOp*> end_src{ctx.make(Op::GROUP, dtypes::void_, {first, row})};
+    end_src.insert(end_src.end(), end->src().begin() + 1, end->src().end() - 1);
+    return ctx.make(Op::SINK, dtypes::void_, {ctx.make(Op::END, dtypes::void_, end_src)}, sink->arg());
+  }
+  return nullptr;
+}
+
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers, int vector_bytes) {
+  std::vector<Opt> applied;
+  bool reduces = false;
+  for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
+  // one loop nest: the output axes, outermost first (none for a kernel that stores one value)
+  bool nest = sink->nsrc() == 1 && sink->src(0)->op == Op::END;
+  bool scalar = sink->nsrc() == 1 && sink->src(0)->op == Op::STORE;
+  if (!nest && !scalar) return applied;
+  std::vector<const UOp*> axes;
+  if (nest) axes.assign(sink->src(0)->src().begin() + 1, sink->src(0)->src().end());
+  bool rows_share = !axes.empty() && shares_reads_across(sink, axes[0]);  // before any opt renames it
+  auto try_opt = [&](const UOp* r, Opt::Kind kind, std::initializer_list<int64_t> amounts) {
+    for (int64_t amt : amounts) {
+      Opt o{kind, r->arg<RangeArg>().axis, amt};
+      if (const UOp* s = apply_opt(sink, o)) {
+        sink = s;
+        applied.push_back(o);
+        return;
+      }
+    }
+  };
+  if (reduces) {
+    // softmax's exp, once per element: stored in the output row, summed from there, scaled there
+    if (const UOp* s = store_shared_term(sink)) sink = s;
+    // unrolled rows pay only where they share a read: a load inside the reduction that the row
+    // does not change (B of a matmul, the weights of a convolution). Rows that share nothing
+    // (softmax, layernorm) would only widen the working set.
+    bool rows = axes.size() >= 2 && shares_reads_across(sink, axes[axes.size() - 2]);
+    // lanes of columns (4 AVX-512 vectors of floats at most), then 8 unrolled rows. Where the
+    // register file holds 8 rows of at least 2 vectors in all but 8 of its registers (AVX-512's 32),
+    // the lanes are the widest whose 8 rows fit: 8 x 32 floats on AVX-512, 16 accumulators, which
+    // LLVM allocates without a spill (8 x 64 needs 34 live vectors: LLVM's allocator then copies
+    // 23 registers per step, 44 against 50 GFLOP/s on sgemm 1024^3; GCC's C is the same at both).
+    // Smaller files (16 registers) keep 8 x 64 in L1: without packed operands, the tiles that fit
+    // them are slower (AVX2 8 x 8: 20 against 27 GFLOP/s; 16-byte vectors 8 x 4: 8 against 16).
+    std::vector<int64_t> widths = {64, 32, 16, 8, 4};
+    const UOp* store = nest ? sink->src(0)->src(0) : nullptr;
+    int64_t item = store && store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
+    if (rows && item > 0) {
+      int64_t fits = 0;  // the widest lanes whose 8 rows of vectors fit
+      for (int64_t w : widths)
+        if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) {
+          fits = w;
+          break;
+        }
+      if (fits > 0) widths.erase(widths.begin(), std::find(widths.begin(), widths.end(), fits));
+    }
+    if (!axes.empty() && reads_consecutive_along(sink, axes.back()))
+      for (int64_t amt : widths)
+        if (const UOp* s = apply_opt(sink, {Opt::Kind::Lane, axes.back()->arg<RangeArg>().axis, amt})) {
+          sink = s;
+          applied.push_back({Opt::Kind::Lane, axes.back()->arg<RangeArg>().axis, amt});
+          break;
+        }
+    if (rows) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+  }
+  // the outermost loop (after tiling: over tiles) is shared among the cores
+  if (const UOp* s = mark_thread_axis(sink)) {
+    sink = s;
+    applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
+  }
+  // elementwise loops of consecutive elements, of any length: lanes, and the rest on its own
+  sink = split_store_lanes(sink);
+  if (!reduces) return applied;
+  // long reductions in blocks, so a block of the operands stays in cache across output tiles (only
+  // where output rows share an operand)
+  if (rows_share)
+    if (const UOp* s = tile_reduction(sink, 256); s && !applied.empty()) sink = s;
+  // reductions that no output lane vectorizes: 64 partial results side by side (4 AVX-512 registers)
+  sink = split_reduce_lanes(sink, 64);
+  return applied;
+}
+
+}  // namespace kiln::codegen

@@ -5,12 +5,14 @@
 //   Targets/<kernel>/c/<threads>        x86_64-avx512 as C with its flags (kiln_bench_c, C_SOURCES)
 //   Targets/<kernel>/cpu/<threads>      the portable cpu target's C, no ISA flags (kiln_bench_cpu)
 // Kernels: sgemm 1024^3 (the M % 16, N % 64 bucket) and 1000^3 (the generic variant), relu(a*b+c)
-// and the sum over 16M floats, softmax and layernorm over the rows of 4096 x 4096, conv2d 3x3
+// and the sum over 16M floats, softplus log(exp(x) + 1) over 16M floats (against a plain loop
+// over libm: Targets/softplus/libm_loop), softmax and layernorm over the rows of 4096 x 4096, conv2d 3x3
 // 64 -> 64 channels over 1 x 64 x 56 x 56 (padding 1). On a CPU without AVX-512 the object and c
 // rows run the libraries' generic path, which has no other target: they are skipped.
 // Run: kiln_bench --benchmark_filter=Targets
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <vector>
 
 #include "bench/random.h"
@@ -107,6 +109,17 @@ struct Conv {
         AVX512, 0, 4.0 * double(n));                                                                       \
   }                                                                                                        \
   BENCHMARK(BM_Sum_##ROW)->Name("Targets/sum/" #ROW)->Arg(1)->Arg(2)->UseRealTime();                       \
+  void BM_Softplus_##ROW(benchmark::State& state) {                                                        \
+    static Stream d;                                                                                       \
+    const int64_t n = Stream::kN;                                                                          \
+    measure(                                                                                               \
+        state,                                                                                             \
+        [&](kiln::Context* ctx) {                                                                          \
+          return LIB::softplus(kiln::TensorView(d.a.data(), {n}), kiln::TensorView(d.y.data(), {n}), ctx); \
+        },                                                                                                 \
+        AVX512, 0, 8.0 * double(n));                                                                       \
+  }                                                                                                        \
+  BENCHMARK(BM_Softplus_##ROW)->Name("Targets/softplus/" #ROW)->Arg(1)->Arg(2)->UseRealTime();             \
   void BM_Softmax_##ROW(benchmark::State& state) {                                                         \
     static Rows d;                                                                                         \
     measure(                                                                                               \
@@ -141,6 +154,18 @@ struct Conv {
         AVX512, 2.0 * 64 * 56 * 56 * 64 * 9, 4.0 * (2 * 64 * 56 * 56 + 64 * 64 * 9));                      \
   }                                                                                                        \
   BENCHMARK(BM_Conv_##ROW)->Name("Targets/conv2d/" #ROW)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// the baseline for softplus: a plain loop over libm's logf and expf, one call each per element
+// (GCC does not vectorize them without -ffast-math), on one thread
+void BM_Softplus_libm(benchmark::State& state) {
+  static Stream d;
+  for (auto _ : state) {
+    for (int64_t i = 0; i < Stream::kN; ++i) d.y[size_t(i)] = std::log(std::exp(d.a[size_t(i)]) + 1.0f);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(8.0 * double(Stream::kN), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Softplus_libm)->Name("Targets/softplus/libm_loop/1")->UseRealTime();
 
 KILN_TARGET_BENCHMARKS(kiln_bench_obj, object, true)
 KILN_TARGET_BENCHMARKS(kiln_bench_c, c, true)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "generator/rewrite/rewrite.h"
+#include "generator/target/target.h"
 
 namespace kiln::codegen {
 
@@ -78,11 +79,18 @@ const PatternMatcher& pm_split_ends();
 // kernel fits, int64 otherwise (one width per kernel, so index math never mixes widths).
 const UOp* lower_index_dtype(const UOp* sink);
 
-// decompositions (decompositions.cpp): float32 EXP2 as a polynomial and exponent bits.
+// decompositions (decompositions.cpp): math as arithmetic; graph_rewrite ctx: the target
+// (const target::Target*). float32 EXP2 and LOG2 everywhere (they vectorize), and the math a target
+// lacks (Target::math_ops): EXP2 and LOG2 on float64, TRUNC; float16 and bfloat16 via float32.
+// Other math a target lacks (SIN, SQRT, POW) throws MathError (pipeline.h).
 const PatternMatcher& pm_decompositions();
 
-// renderer rules (render_rules.cpp): FLOORDIV/FLOORMOD of a non-negative by a positive -> C's / and %.
-const PatternMatcher& pm_renderer_rules();
+// renderer rules (render_rules.cpp): what the target's renderer prefers to the IR's own ops, as
+// the seeds' renderers bring their extra_matcher. Both: FLOORDIV/FLOORMOD of a non-negative by a
+// positive -> CDIV/CMOD (C's / and %, LLVM's sdiv and srem). LLVM's also: by a power of two, of
+// any sign -> an arithmetic shift and a mask (floor semantics exactly; C leaves >> of a negative
+// to the implementation, so the C renderer keeps its helper there).
+const PatternMatcher& pm_renderer_rules(const target::Target& t);
 
 // commit weak (weak.cpp): weak constants take the dtype of the op they feed.
 const PatternMatcher& pm_commit_weak();

@@ -60,16 +60,17 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  s = st.done(check_no_local_buffers(s), "local buffers");   // none on the CPU
-  s = st.done(add_gpudims(s), "gpu dims");                   // the Thread loop: the calling core's share of it
-  s = st.rewrite(s, pm_split_ends(), "split ends");          // one loop per END, for the linearizer
-  s = st.done(lower_index_dtype(s), "lower index dtype");    // int32 where every index value fits
-  s = st.rewrite(s, sym(), "final symbolic");                // folds what the index retyping exposed
-  s = st.rewrite(s, pm_decompositions(), "decompositions");  // exp2 without libm: loops over it vectorize
+  s = st.done(check_no_local_buffers(s), "local buffers");  // none on the CPU
+  s = st.done(add_gpudims(s), "gpu dims");                  // the Thread loop: the calling core's share of it
+  s = st.rewrite(s, pm_split_ends(), "split ends");         // one loop per END, for the linearizer
+  s = st.done(lower_index_dtype(s), "lower index dtype");   // int32 where every index value fits
+  s = st.rewrite(s, sym(), "final symbolic");               // folds what the index retyping exposed
+  // math as arithmetic: what vectorizes better so, and what the target has no library for
+  s = st.rewrite(s, pm_decompositions(), "decompositions", const_cast<target::Target*>(&target));
   s = st.done(check_gates(s), "move gates");  // gates stay on the INDEX, where the renderer guards the access
-  s = st.rewrite(s, pm_renderer_rules(), "renderer rules");  // C's / and % where they agree with floor
-  s = st.rewrite(s, pm_commit_weak(), "commit weak");        // literals take the dtype of their op
-  s = st.done(check_no_barriers(s), "implicit barriers");    // no local memory, so none
+  s = st.rewrite(s, pm_renderer_rules(target), "renderer rules");  // the renderer's division, where it agrees
+  s = st.rewrite(s, pm_commit_weak(), "commit weak");              // literals take the dtype of their op
+  s = st.done(check_no_barriers(s), "implicit barriers");          // no local memory, so none
   // on the final graph (after decompositions and commit weak): what it qualifies is what renderers get
   s = st.done(vectorize_lanes(s, target.vector_bytes), "vectorize");        // Lane loops as the target's vectors
   s = st.done(check_vector_widths(s, target.vector_bytes), "devectorize");  // none wider than its registers

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,14 @@ struct PipelineOptions {
   bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
   std::vector<std::string>* applied_opts = nullptr;  // where given: the opts the heuristics chose ("LANES(1, 64)")
 };
+
+// A kernel needs math its target cannot compute: no library function for it there and no
+// decomposition in kiln. The message names the target, the op and the dtype.
+class MathError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+// (kiln gen reports it at the kernel's declaration; nothing else in the pipeline throws it.)
 
 // The stage names in order, as PipelineOptions::after_stage reports them, then "linearize".
 const std::vector<std::string_view>& stage_names();

@@ -211,7 +211,14 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         codegen::PipelineOptions po;
         po.target = t;
         po.applied_opts = &code.opts;
-        codegen::CKernel ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+        codegen::CKernel ck;
+        try {
+          ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+        } catch (const codegen::MathError& e) {
+          err += frontend::render(
+              frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' (" + v.tag + "): " + e.what()));
+          return false;
+        }
         code.source = std::move(ck.source);
         code.parallel = ck.parallel;
         code.linear = std::move(ck.linear);

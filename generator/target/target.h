@@ -31,6 +31,11 @@ struct Target {
   int64_t l1d_bytes = 32 << 10, l2_bytes = 1 << 20;
   bool threads = true;        // kernels may be shared among cores
   bool freestanding = false;  // no libc or libm: kernels call nothing
+  // the math its kernels may leave to the renderer, which writes a libm call or an instruction
+  // ("exp2", "log2", "sin", "sqrt", "pow", "trunc"); kiln decomposes the others into arithmetic
+  // (codegen/decompositions.cpp), or says it cannot. exp2 and log2 on float32 are decomposed on
+  // every target: the polynomials vectorize, a library's function is one call per lane.
+  std::vector<std::string> math_ops = {"exp2", "log2", "sin", "sqrt", "pow", "trunc"};
   Output output = Output::CSource;
   std::vector<std::string> c_flags;  // a C target's compile flags (GCC and Clang spelling)
   std::string arch_guard;            // a C target's preprocessor condition where it exists ("" = all)

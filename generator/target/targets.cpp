@@ -119,6 +119,7 @@ std::string table_json() {
     s += ", \"l1d_bytes\": " + std::to_string(t.l1d_bytes) + ", \"l2_bytes\": " + std::to_string(t.l2_bytes);
     s += std::string(", \"threads\": ") + (t.threads ? "true" : "false");
     s += std::string(", \"freestanding\": ") + (t.freestanding ? "true" : "false");
+    s += ", \"math_ops\": " + quoted_list(t.math_ops);
     s += ", \"output\": " + quoted(output_name(t.output));
     s += ", \"extension\": " + quoted(t.output == Output::Object ? ".o" : ".c");
     s += ", \"c_flags\": " + quoted_list(t.c_flags) + ", \"arch_guard\": " + quoted(t.arch_guard);

@@ -257,7 +257,14 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
         opts.after_stage = [&](std::string_view stage, const kiln::UOp* s) {
           if (dumped(stage)) dump(stage, kiln::print_graph(s));
         };
-        kiln::codegen::CKernel c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
+        kiln::codegen::CKernel c;
+        try {
+          c = kiln::codegen::compile_to_c(sk.ast, dims, opts);
+        } catch (const kiln::codegen::MathError& e) {
+          std::cerr << path << ": error: kernel '" << k.name << "': " << e.what() << "\n";
+          rc = 1;
+          continue;
+        }
         // only when asked: print() spells a node as a tree, exponential in the depth of a shared DAG
         if (dumped("linearize")) {
           std::string lin;

@@ -401,10 +401,11 @@ TEST_F(CodegenTest, SimplifyRangesMergesWhatIsContiguousOnly) {
 
 TEST(CodegenStages, RendererRulesUseCDivisionWhereItAgreesWithFloor) {
   Context ctx;
+  const target::Target& cpu = *target::find("cpu");
   auto divides = [&](int64_t lo, int64_t hi, int64_t dlo, Op op) {
     const UOp* v = ctx.make(Op::CAST, dtypes::int32, {ctx.var("v" + std::to_string(lo), lo, hi)});
     const UOp* d = ctx.make(Op::CAST, dtypes::int32, {ctx.var("d" + std::to_string(dlo), dlo, 9)});
-    return graph_rewrite(ctx.make(op, dtypes::int32, {v, d}), codegen::pm_renderer_rules())->op;
+    return graph_rewrite(ctx.make(op, dtypes::int32, {v, d}), codegen::pm_renderer_rules(cpu))->op;
   };
   EXPECT_EQ(divides(0, 100, 1, Op::FLOORDIV), Op::CDIV);
   EXPECT_EQ(divides(0, 100, 1, Op::FLOORMOD), Op::CMOD);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 #include <unordered_set>
 
 #include "generator/codegen/passes.h"
@@ -305,21 +306,25 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
 
 // PatternMatcher::rewrite tries a node's rules through a gate on its dtype and its sources' ops;
 // it must pick what trying every rule in order picks. Every node of every stage of random
-// programs, against the matchers the pipeline runs without a context.
+// programs, against the matchers the pipeline runs (with the context a target gives).
 TEST(PipelineStagesRandomPrograms, GatedRuleListsPickWhatTryingEveryRulePicks) {
   constexpr int kPrograms = 150;
-  const std::pair<const char*, const PatternMatcher*> matchers[] = {
-      {"sym", &sym()},
-      {"symbolic_simple", &symbolic_simple()},
-      {"pm_load_collapse", &codegen::pm_load_collapse()},
-      {"pm_expander", &codegen::pm_expander()},
-      {"pm_add_loads", &codegen::pm_add_loads()},
-      {"pm_split_ends", &codegen::pm_split_ends()},
-      {"pm_decompositions", &codegen::pm_decompositions()},
-      {"pm_renderer_rules", &codegen::pm_renderer_rules()},
-      {"pm_commit_weak", &codegen::pm_commit_weak()},
-      {"pm_cast_weak", &pm_cast_weak()},
-      {"pm_move_where_on_load", &pm_move_where_on_load()},
+  const target::Target& cpu = *target::find("cpu");
+  const target::Target& object = *target::find("x86_64-avx512");
+  void* cpu_ctx = const_cast<target::Target*>(&cpu);
+  const std::tuple<const char*, const PatternMatcher*, void*> matchers[] = {
+      {"sym", &sym(), nullptr},
+      {"symbolic_simple", &symbolic_simple(), nullptr},
+      {"pm_load_collapse", &codegen::pm_load_collapse(), nullptr},
+      {"pm_expander", &codegen::pm_expander(), nullptr},
+      {"pm_add_loads", &codegen::pm_add_loads(), nullptr},
+      {"pm_split_ends", &codegen::pm_split_ends(), nullptr},
+      {"pm_decompositions", &codegen::pm_decompositions(), cpu_ctx},
+      {"pm_renderer_rules (C)", &codegen::pm_renderer_rules(cpu), nullptr},
+      {"pm_renderer_rules (LLVM)", &codegen::pm_renderer_rules(object), nullptr},
+      {"pm_commit_weak", &codegen::pm_commit_weak(), nullptr},
+      {"pm_cast_weak", &pm_cast_weak(), nullptr},
+      {"pm_move_where_on_load", &pm_move_where_on_load(), nullptr},
   };
   size_t nodes = 0, rewritten = 0;
   int failures = 0;
@@ -341,18 +346,18 @@ TEST(PipelineStagesRandomPrograms, GatedRuleListsPickWhatTryingEveryRulePicks) {
     }
     nodes += all.size();
     for (const UOp* u : all) {
-      for (const auto& [name, pm] : matchers) {
+      for (const auto& [name, pm, rule_ctx] : matchers) {
         const UOp* want = nullptr;
         for (const Rule* r : pm->rules()) {
           Match m;
           match_each(r->pat, u, m, [&](const Match& mm) {
-            const UOp* out = r->fn(mm, nullptr);
+            const UOp* out = r->fn(mm, rule_ctx);
             if (out != nullptr && out != u) want = out;
             return want != nullptr;
           });
           if (want) break;
         }
-        const UOp* got = pm->rewrite(u);
+        const UOp* got = pm->rewrite(u, rule_ctx);
         rewritten += got != nullptr;
         if (got != want && ++failures <= 10)
           ADD_FAILURE() << name << " on " << print(u) << "\n  gated: " << (got ? print(got) : "no rule")

@@ -11,8 +11,9 @@ remote caching and remote execution work and a changed spec re-runs only its own
   - per library: `kiln gen --emit library`, <name>.h and <name>.manifest.json from the parts.
 The files are byte for byte those kiln_add_library() (CMake) writes for the same specs and targets.
 
-`targets` defaults to what the target runs (`//bazel:x86_64`: an x86_64 platform and the Unix
-toolchain, --cpu=k8): the x86_64 targets and the portable ones there, else the portable ones
+`targets` defaults to what the target platform runs: the targets of its architecture
+(`//bazel:x86_64`: an x86_64 platform and the Unix toolchain, --cpu=k8; `//bazel:aarch64`,
+`//bazel:armv7`: platforms with those CPUs) and the portable ones, else the portable ones alone
 (`kiln targets` lists them). An object target's kernels are kiln's objects, linked as they are
 and only there; a C target's files are compiled with its flags. The dispatch picks a target's
 variants at run time on CPUs that have its features. The C kernel files are compiled with -O3 in
@@ -28,10 +29,31 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 # architecture
 _TARGETS = [(t["name"], t["symbol"] + t["extension"], t["c_flags"], t["arch"]) for t in TARGETS]
 
-_DEFAULT_TARGETS = select({
-    str(Label("//bazel:x86_64")): [t["name"] for t in TARGETS if t["arch"] in ("x86_64", "any")],
-    "//conditions:default": [t["name"] for t in TARGETS if t["arch"] == "any"],
-})
+# the switch (bazel/BUILD.bazel) that says the target platform has an architecture, for each
+# architecture kiln_library() links objects and passes ISA flags for
+_ARCH_SETTINGS = {
+    "x86_64": "//bazel:x86_64",
+    "aarch64": "//bazel:aarch64",
+    "armv7": "//bazel:armv7",
+}
+
+def _default_targets():
+    by_arch = {
+        str(Label(setting)): [t["name"] for t in TARGETS if t["arch"] in (arch, "any")]
+        for arch, setting in _ARCH_SETTINGS.items()
+    }
+    by_arch["//conditions:default"] = [t["name"] for t in TARGETS if t["arch"] == "any"]
+    return select(by_arch)
+
+_DEFAULT_TARGETS = _default_targets()
+
+def _where_arch(arch, value, elsewhere):
+    """value where the target platform has architecture arch ("any": everywhere), else elsewhere."""
+    if arch == "any":
+        return value
+    if arch not in _ARCH_SETTINGS:
+        return elsewhere
+    return select({str(Label(_ARCH_SETTINGS[arch])): value, "//conditions:default": elsewhere})
 
 def _symbol(file_suffix):
     return file_suffix.rsplit(".", 1)[0]
@@ -177,12 +199,8 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
     for _, suffix, flags, arch in _TARGETS:
         symbol = _symbol(suffix)
         files = [":%s_kernels_%s" % (name, symbol)]
-        if arch == "x86_64":
-            arch_flags = select({str(Label("//bazel:x86_64")): flags, "//conditions:default": []})
-            arch_files = select({str(Label("//bazel:x86_64")): files, "//conditions:default": []})
-        else:
-            arch_flags = flags
-            arch_files = files
+        arch_flags = _where_arch(arch, flags, [])
+        arch_files = _where_arch(arch, files, [])
         if suffix.endswith(".o"):
             # kiln's objects, linked as they are (where their architecture is)
             cc_library(

@@ -39,6 +39,30 @@ function(_kiln_target_table out)
   set(${out} "${table}" PARENT_SCOPE)
 endfunction()
 
+# The architecture the build's code runs on, in the table's spelling (a target's "arch"): from the
+# toolchain's CMAKE_SYSTEM_PROCESSOR (and, for 32-bit ARM, whether it builds for an OS: Linux is
+# ARMv7-A, bare metal is a Cortex-M); "" for one kiln has no objects for.
+function(_kiln_arch out)
+  set(p "${CMAKE_SYSTEM_PROCESSOR}")
+  set(a "")
+  if(p MATCHES "^(x86_64|AMD64|amd64|x64)$")
+    set(a x86_64)
+  elseif(p MATCHES "^(aarch64|arm64|ARM64|armv8.*)$")
+    set(a aarch64)
+  elseif(p MATCHES "^(arm|armv7.*|armhf|cortex-m.*)$")
+    if(CMAKE_SYSTEM_NAME STREQUAL "Generic" OR p MATCHES "^(cortex-m.*|armv7e?-?m)$")
+      set(a armv7em)
+    else()
+      set(a armv7)
+    endif()
+  elseif(p MATCHES "^riscv64$")
+    set(a riscv64)
+  elseif(p MATCHES "^wasm32$" OR CMAKE_SYSTEM_NAME STREQUAL "Emscripten" OR CMAKE_SYSTEM_NAME STREQUAL "WASI")
+    set(a wasm32)
+  endif()
+  set(${out} "${a}" PARENT_SCOPE)
+endfunction()
+
 function(kiln_add_library name)
   cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
@@ -89,10 +113,7 @@ function(kiln_add_library name)
     list(APPEND specs "${abs}")
   endforeach()
 
-  set(x86 FALSE)
-  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
-    set(x86 TRUE)
-  endif()
+  _kiln_arch(machine)
   set(gnu FALSE)
   if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
     set(gnu TRUE)
@@ -149,7 +170,7 @@ function(kiln_add_library name)
         if(KILN_KEEP_IR)
           list(APPEND outputs "${out}/${name}_${part}_${symbol}.ll")
         endif()
-        if(arch STREQUAL "x86_64" AND x86)
+        if(arch STREQUAL machine)
           list(APPEND kernel_sources "${source}")
           set_source_files_properties("${source}" PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
         endif()
@@ -158,7 +179,7 @@ function(kiln_add_library name)
       # a C target's file: its flags only where its architecture is (and the compiler spells them
       # so); elsewhere the file compiles to nothing
       set(source_flags ${opt_flags})
-      if(flags AND gnu AND (arch STREQUAL "any" OR (arch STREQUAL "x86_64" AND x86)))
+      if(flags AND gnu AND (arch STREQUAL "any" OR arch STREQUAL machine))
         list(APPEND source_flags ${flags})
       endif()
       if(source_flags)
@@ -181,7 +202,7 @@ function(kiln_add_library name)
 
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND kiln::kiln gen --name "${name}" --out "${out}" --target "${target_list}" ${KILN_GEN_FLAGS} ${specs}
+    COMMAND "$<TARGET_FILE:kiln::kiln>" gen --name "${name}" --out "${out}" --target "${target_list}" ${KILN_GEN_FLAGS} ${specs}
     DEPENDS ${specs} kiln::kiln
     DEPFILE "${out}/${name}.d"
     COMMENT "kiln gen ${name}"

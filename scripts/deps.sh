@@ -9,7 +9,9 @@
 # KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it).
 kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev llvm-19-dev)
 kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
-                    libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3)
+                    libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3
+                    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
+                    qemu-user-static)
 case "${KILN_DEPS:-test}" in
   user) kiln_packages=("${kiln_user_packages[@]}") ;;
   test) kiln_packages=("${kiln_test_packages[@]}") ;;

@@ -52,7 +52,7 @@ const std::vector<Target>& targets();
 // The target called `name`, or null.
 const Target* find(std::string_view name);
 
-// "cpu, x86_64-avx2, x86_64-avx512": the known names, for error messages.
+// "aarch64-neon, armv7-neon, cpu, x86_64-avx2, x86_64-avx512": the known names, for error messages.
 std::string known_names();
 
 // The table as `kiln targets` prints it: for people (aligned columns), or JSON (one object per

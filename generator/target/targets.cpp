@@ -5,13 +5,13 @@
 
 namespace kiln::target {
 
-// KILN_CPU_X86_AVX2 and KILN_CPU_X86_AVX512 (kiln/kernel_abi.h): this file includes nothing of kiln's
+// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512 and KILN_CPU_ARM_NEON (kiln/kernel_abi.h): this file includes nothing of kiln's
 // so that a build system can compile it alone; test_targets.cpp checks the values agree.
-constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1;
+constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2;
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(3);
+    std::vector<Target> t(5);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -35,9 +35,34 @@ const std::vector<Target>& targets() {
     avx2.runtime_bits = "KILN_CPU_X86_AVX2", avx2.runtime_mask = kX86Avx2;
     avx2.runtime_features = {"avx2", "fma"};
 
+    // AArch64 Linux: Advanced SIMD (NEON) is part of the architecture, so the runtime checks
+    // nothing; 32 registers of 16 bytes, two FMA pipes on the Cortex-A7x and Neoverse cores
+    Target& a64 = t[2];
+    a64.name = "aarch64-neon", a64.symbol = "aarch64_neon", a64.arch = "aarch64";
+    a64.triple = "aarch64-unknown-linux-gnu", a64.cpu = "generic", a64.features = "+neon,+fp-armv8";
+    a64.vector_bytes = 16, a64.vector_registers = 32, a64.fma_units = 2;
+    a64.l1d_bytes = 64 << 10, a64.l2_bytes = 512 << 10;
+    a64.output = Output::Object;
+    a64.arch_guard = "defined(__aarch64__)";
+    a64.runtime_bits = "0";
+    a64.runtime_features = {"asimd"};
+
+    // 32-bit ARMv7-A Linux, hard float: NEON is optional there (HWCAP_NEON); 16 q registers, no
+    // fused multiply-add before VFPv4
+    Target& a32 = t[3];
+    a32.name = "armv7-neon", a32.symbol = "armv7_neon", a32.arch = "armv7";
+    a32.triple = "armv7a-unknown-linux-gnueabihf", a32.cpu = "generic", a32.features = "+neon,+vfp3,+d32";
+    a32.vector_bytes = 16, a32.vector_registers = 16, a32.fma_units = 1;
+    a32.l1d_bytes = 32 << 10, a32.l2_bytes = 512 << 10;
+    a32.output = Output::Object;
+    a32.c_flags = {"-mfpu=neon"};
+    a32.arch_guard = "defined(__arm__) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'A'";
+    a32.runtime_bits = "KILN_CPU_ARM_NEON", a32.runtime_mask = kArmNeon;
+    a32.runtime_features = {"neon"};
+
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[2];
+    Target& cpu = t[4];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";

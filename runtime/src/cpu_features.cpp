@@ -1,6 +1,10 @@
 // The CPU features generated kernels are compiled for, detected once at run time.
 #include "kiln/kiln.h"
 
+#if defined(__arm__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
 namespace kiln {
 inline namespace runtime_v1 {
 
@@ -16,6 +20,10 @@ static uint32_t detect_cpu_features() {
     bits |= KILN_CPU_X86_AVX512;
   }
 #endif
+#if defined(__arm__) && defined(__linux__)
+  constexpr unsigned long kHwcapNeon = 1ul << 12;  // HWCAP_NEON (asm/hwcap.h)
+  if (getauxval(AT_HWCAP) & kHwcapNeon) bits |= KILN_CPU_ARM_NEON;
+#endif
   return bits;
 }
 
@@ -29,6 +37,10 @@ std::string cpu_features_string() {
   std::string s;
   if (bits & KILN_CPU_X86_AVX2) s += "avx2";
   if (bits & KILN_CPU_X86_AVX512) s += s.empty() ? "avx512" : " avx512";
+  if (bits & KILN_CPU_ARM_NEON) s += s.empty() ? "neon" : " neon";
+#if defined(__aarch64__)
+  s += s.empty() ? "asimd" : " asimd";  // part of AArch64: no bit, nothing to check
+#endif
   return s.empty() ? "none" : s;
 }
 

@@ -67,14 +67,16 @@ timed "no-op bazel test //... (kiln)" \
   bazel test "${bz[@]}" --config=werror //... --execution_log_json_file="$work/noop.json"
 check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
 
-# targets follow the target platform and the legacy --cpu: all three on x86_64 with the Unix
-# toolchain (this machine), `cpu` alone on an aarch64 platform or a legacy ARM cross build
+# targets follow the target platform and the legacy --cpu: the x86_64 ones and cpu with the Unix
+# toolchain (this machine), aarch64-neon and cpu on an aarch64 platform, cpu alone for a legacy
+# ARM cross build (--cpu picks no platform)
 kernel_actions() {
   bazel aquery "${bz[@]}" "$@" 'mnemonic("KilnGenKernels", //kernels:kiln_kernels_files)' 2>/dev/null |
     sed -n "s/^action 'kiln gen kiln_kernels: kernels\/nn.kiln for \(.*\)'$/\1/p" | sort | tr '\n' ' '
 }
 check "kiln: kiln_library's targets on x86_64" "cpu x86_64-avx2 x86_64-avx512 " "$(kernel_actions)"
-check "kiln: kiln_library's targets on aarch64" "cpu " "$(kernel_actions --platforms=//bazel:linux_aarch64)"
+check "kiln: kiln_library's targets on aarch64" "aarch64-neon cpu " \
+  "$(kernel_actions --platforms=//bazel:linux_aarch64)"
 check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_actions --cpu=armeabi-v7a)"
 
 if [[ -n "$cmake_build" ]]; then
@@ -158,7 +160,7 @@ printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
 bad_out="$(bazel build "${bz[@]}" //bad_target:bad 2>&1 || true)"
 rm -rf bad_target
 check "consumer: an unknown target lists the known ones" "1" \
-  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: cpu, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
+  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, armv7-neon, cpu, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
 
 if [[ -n "$cmake_build" ]]; then
   "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512 mlp.kiln norm.kiln

@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 echo "== install kiln into $work/prefix"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 cp -r "$here" "$work/src"
-rm -f "$work/src/run.sh"
+rm -f "$work/src/run.sh" "$work/src/cross.sh"
 
 echo "== configure and build the consumer against it"
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
@@ -57,17 +57,22 @@ out="$(ninja -C "$work/build")"
 
 echo "== the kernel files are compiled optimized in every build mode, keeping the mode's debug info"
 kiln="$work/prefix/bin/kiln"
-consumer_targets=(cpu x86_64-avx2 x86_64-avx512)  # tests/consumer/CMakeLists.txt's TARGETS
-# what kiln writes for them (its table, kiln targets --json): "<symbol> <output> <flag,flag...>" each
+# tests/consumer/CMakeLists.txt's TARGETS
+read -r -a consumer_targets <<<"$(sed -n 's/^kiln_add_library(nn SPECS nn.kiln TARGETS \(.*\))$/\1/p' "$here/CMakeLists.txt")"
+[[ ${#consumer_targets[@]} -gt 0 ]] || fail "no TARGETS in tests/consumer/CMakeLists.txt"
+# what kiln writes for them (its table, kiln targets --json): "<symbol> <output> <flag,flag...> <arch>"
 target_rows="$("$kiln" targets --json | python3 -c '
 import json, sys
 for t in json.load(sys.stdin):
     if t["name"] in sys.argv[1:]:
-        print(t["symbol"], t["output"], ",".join(t["c_flags"]) or "-")' "${consumer_targets[@]}")"
+        print(t["symbol"], t["output"], ",".join(t["c_flags"]) or "-", t["arch"])' "${consumer_targets[@]}")"
 c_symbols="$(awk '$2 == "c" {print $1}' <<<"$target_rows" | paste -sd'|')"
-object_symbols="$(awk '$2 == "object" {print $1}' <<<"$target_rows" | xargs)"
+# objects of this machine's architecture are linked; the others' are made and left out
+object_symbols="$(awk '$2 == "object" && $4 == "x86_64" {print $1}' <<<"$target_rows" | xargs)"
+foreign_symbols="$(awk '$2 == "object" && $4 != "x86_64" {print $1}' <<<"$target_rows" | xargs)"
 n_c="$(awk '$2 == "c"' <<<"$target_rows" | wc -l)"
-[[ $((n_c + $(wc -w <<<"$object_symbols"))) -eq ${#consumer_targets[@]} ]] || fail "kiln targets lacks a consumer target"
+[[ $((n_c + $(wc -w <<<"$object_symbols $foreign_symbols"))) -eq ${#consumer_targets[@]} ]] ||
+  fail "kiln targets lacks a consumer target"
 # the compile commands Ninja would run for the C targets' kernel files (nn_nn_<symbol>.c), read
 # without building
 kernel_commands() {  # build dir, ninja file
@@ -83,7 +88,7 @@ check_modes() {  # build dir, ninja file, mode, whether -g is expected
     n=$((n + 1))
     [[ "$(last_opt "$cmd")" == "-O3" ]] || fail "$3: a kernel file is not compiled with -O3 last: $cmd"
     if [[ "$4" == yes && " $cmd " != *" -g "* ]]; then fail "$3: a kernel file lost the mode's -g: $cmd"; fi
-    while read -r sym _ flags; do  # a C target's file gets the target's flags (x86_64 here)
+    while read -r sym _ flags _; do  # a C target's file gets the target's flags (x86_64 here)
       [[ "$cmd" == *"nn_nn_$sym.c"* && "$flags" != - ]] || continue
       for f in ${flags//,/ }; do [[ " $cmd " == *" $f "* ]] || fail "$3: $sym lacks $f: $cmd"; done
     done <<<"$target_rows"
@@ -97,8 +102,12 @@ check_modes() {  # build dir, ninja file, mode, whether -g is expected
     [[ "$(grep -F -- "libnn.a" <<<"$all")" == *" kiln-gen/nn/nn_nn_$sym.o "* ]] ||
       fail "$3: the library does not archive nn_nn_$sym.o"
   done
+  for sym in $foreign_symbols; do
+    grep -qF -- "nn_nn_$sym.o" <<<"$(grep -F -- "libnn.a" <<<"$all")" &&
+      fail "$3: the library archives nn_nn_$sym.o, another architecture's"
+  done
   echo "  $3: the $n_c C kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g"); objects:" \
-    "${object_symbols:-none}"
+    "${object_symbols:-none} (not linked here: ${foreign_symbols:-none})"
 }
 for mode in Debug RelWithDebInfo MinSizeRel None; do
   bt="$mode"; [[ "$mode" == None ]] && bt=""

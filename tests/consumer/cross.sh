@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Cross-builds the consumer project as a user does: an ordinary toolchain file
+# (tests/consumer/toolchains/), the build host's *installed* kiln through -Dkiln_DIR (kiln runs on
+# the host; the runtime is compiled for the target from the sources the package ships), Ninja.
+# Then checks what was built and runs the app under qemu-user through ctest (the toolchain's
+# CMAKE_CROSSCOMPILING_EMULATOR): every kernel must match its reference, every bad call must be
+# refused (the app checks both and fails otherwise), and the variants of the target's object
+# target must be the ones taken.
+# Usage: tests/consumer/cross.sh <kiln build dir> <scratch dir> <toolchain file> <target> <ELF machine>
+#   e.g. ... toolchains/aarch64-linux-gnu.cmake aarch64-neon AArch64
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+build="$(cd "$1" && pwd)"
+work="$2"
+toolchain="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"
+target="$4"
+machine="$5"
+rm -rf "$work"
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+echo "== install kiln (built for the host) into $work/prefix"
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+config="$(find "$work/prefix" -name kilnConfig.cmake -print -quit)"
+[[ -n "$config" ]] || fail "the installed kiln has no kilnConfig.cmake"
+cp -r "$here" "$work/src"
+rm -f "$work/src/run.sh" "$work/src/cross.sh"
+
+echo "== configure with $(basename "$toolchain") and -Dkiln_DIR, build"
+cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+  -Dkiln_DIR="$(dirname "$config")" >"$work/configure.log" || { cat "$work/configure.log"; fail "configure"; }
+cmake --build "$work/build"
+
+echo "== what was built is the target's"
+readelf -h "$work/build/app" | grep -q "Machine: *$machine" || fail "app is not a $machine program: $(file "$work/build/app")"
+symbol="${target//-/_}"
+members="$(ar t "$work/build/libnn.a")"
+grep -qx "nn_nn_$symbol.o" <<<"$members" || fail "libnn.a does not archive kiln's $target objects: $members"
+for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon; do
+  [[ "$other" == "$symbol" ]] && continue
+  grep -qx "nn_nn_$other.o" <<<"$members" && fail "libnn.a archives nn_nn_$other.o, another architecture's objects"
+done
+readelf -h "$work/build/kiln-gen/nn/nn_nn_$symbol.o" | grep -q "Machine: *$machine" ||
+  fail "nn_nn_$symbol.o is not a $machine object"
+echo "  app and nn_nn_$symbol.o: $machine; libnn.a: $(tr '\n' ' ' <<<"$members")"
+
+echo "== run the app under the emulator (ctest)"
+ctest --test-dir "$work/build" --output-on-failure -V >"$work/run.log" 2>&1 || { cat "$work/run.log"; fail "the app failed"; }
+grep -E "^[0-9]+: " "$work/run.log" | sed 's/^[0-9]*: //' | tee "$work/app.log" | head -n 40
+grep -q "on $target" "$work/app.log" || fail "no call took a $target variant"
+echo "  $(grep -c "on $target" "$work/app.log") calls took $target variants"
+echo "cross consumer ($target): OK"

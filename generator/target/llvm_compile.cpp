@@ -80,6 +80,7 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t) {
   llvm::Triple triple(t.triple);
   const llvm::Target& lt = backend_for(t, triple);
   llvm::TargetOptions opts;  // IEEE float math: no fast-math, no unsafe FP; FMA contraction is in the IR
+  opts.MCOptions.ABIName = t.abi;  // the calling convention the target's C compiler uses (RISC-V: lp64d)
   std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(
       triple.str(), t.cpu, t.features, opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) throw InternalError("LLVM cannot make a target machine for " + t.name + " (" + t.triple + ")");

@@ -5,13 +5,13 @@
 
 namespace kiln::target {
 
-// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512 and KILN_CPU_ARM_NEON (kiln/kernel_abi.h): this file includes nothing of kiln's
+// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512, KILN_CPU_ARM_NEON and KILN_CPU_RISCV_V (kiln/kernel_abi.h): this file includes nothing of kiln's
 // so that a build system can compile it alone; test_targets.cpp checks the values agree.
-constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2;
+constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2, kRiscvV = 1u << 3;
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(5);
+    std::vector<Target> t(6);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -60,9 +60,24 @@ const std::vector<Target>& targets() {
     a32.runtime_bits = "KILN_CPU_ARM_NEON", a32.runtime_mask = kArmNeon;
     a32.runtime_features = {"neon"};
 
+    // RV64GCV Linux: the vector extension (RVV 1.0) is optional (the V bit of AT_HWCAP); kernels
+    // use fixed 16-byte vectors, which every V implementation holds (VLEN >= 128); the lp64d ABI
+    // of Debian's riscv64 (doubles in float registers)
+    Target& rv = t[4];
+    rv.name = "riscv64-rvv", rv.symbol = "riscv64_rvv", rv.arch = "riscv64";
+    rv.triple = "riscv64-unknown-linux-gnu", rv.cpu = "generic-rv64", rv.features = "+64bit,+m,+a,+f,+d,+c,+v";
+    rv.abi = "lp64d";
+    rv.vector_bytes = 16, rv.vector_registers = 32, rv.fma_units = 1;
+    rv.l1d_bytes = 32 << 10, rv.l2_bytes = 512 << 10;
+    rv.output = Output::Object;
+    rv.c_flags = {"-march=rv64gcv"};
+    rv.arch_guard = "defined(__riscv) && __riscv_xlen == 64";
+    rv.runtime_bits = "KILN_CPU_RISCV_V", rv.runtime_mask = kRiscvV;
+    rv.runtime_features = {"v"};
+
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[4];
+    Target& cpu = t[5];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";
@@ -138,6 +153,7 @@ std::string table_json() {
     first = false;
     s += "  {\"name\": " + quoted(t.name) + ", \"symbol\": " + quoted(t.symbol) + ", \"arch\": " + quoted(t.arch);
     s += ", \"triple\": " + quoted(t.triple) + ", \"cpu\": " + quoted(t.cpu) + ", \"features\": " + quoted(t.features);
+    s += ", \"abi\": " + quoted(t.abi);
     s += ", \"vector_bytes\": " + std::to_string(t.vector_bytes);
     s += ", \"vector_registers\": " + std::to_string(t.vector_registers);
     s += ", \"fma_units\": " + std::to_string(t.fma_units);

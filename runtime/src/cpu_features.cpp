@@ -1,7 +1,7 @@
 // The CPU features generated kernels are compiled for, detected once at run time.
 #include "kiln/kiln.h"
 
-#if defined(__arm__) && defined(__linux__)
+#if (defined(__arm__) || defined(__riscv)) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
 
@@ -24,6 +24,11 @@ static uint32_t detect_cpu_features() {
   constexpr unsigned long kHwcapNeon = 1ul << 12;  // HWCAP_NEON (asm/hwcap.h)
   if (getauxval(AT_HWCAP) & kHwcapNeon) bits |= KILN_CPU_ARM_NEON;
 #endif
+#if defined(__riscv) && defined(__linux__)
+  // AT_HWCAP has one bit per single-letter extension the kernel enabled, V's at 'V' - 'A'
+  // (the kernel sets it only where it saves the vector state)
+  if (getauxval(AT_HWCAP) & (1ul << ('V' - 'A'))) bits |= KILN_CPU_RISCV_V;
+#endif
   return bits;
 }
 
@@ -38,6 +43,7 @@ std::string cpu_features_string() {
   if (bits & KILN_CPU_X86_AVX2) s += "avx2";
   if (bits & KILN_CPU_X86_AVX512) s += s.empty() ? "avx512" : " avx512";
   if (bits & KILN_CPU_ARM_NEON) s += s.empty() ? "neon" : " neon";
+  if (bits & KILN_CPU_RISCV_V) s += s.empty() ? "rvv" : " rvv";
 #if defined(__aarch64__)
   s += s.empty() ? "asimd" : " asimd";  // part of AArch64: no bit, nothing to check
 #endif

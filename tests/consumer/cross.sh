@@ -6,7 +6,10 @@
 # CMAKE_CROSSCOMPILING_EMULATOR): every kernel must match its reference, every bad call must be
 # refused (the app checks both and fails otherwise), and the variants of the target's object
 # target must be the ones taken.
+# With an emulator command for a CPU that lacks the target's feature (the rest of the arguments),
+# the app runs there too: the dispatch must take the portable variants, and they must match.
 # Usage: tests/consumer/cross.sh <kiln build dir> <scratch dir> <toolchain file> <target> <ELF machine>
+#        [<emulator for a CPU without the feature>...]
 #   e.g. ... toolchains/aarch64-linux-gnu.cmake aarch64-neon AArch64
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,6 +18,8 @@ work="$2"
 toolchain="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"
 target="$4"
 machine="$5"
+shift 5
+without=("$@")
 rm -rf "$work"
 mkdir -p "$work"
 work="$(cd "$work" && pwd)"
@@ -37,7 +42,7 @@ readelf -h "$work/build/app" | grep -q "Machine: *$machine" || fail "app is not 
 symbol="${target//-/_}"
 members="$(ar t "$work/build/libnn.a")"
 grep -qx "nn_nn_$symbol.o" <<<"$members" || fail "libnn.a does not archive kiln's $target objects: $members"
-for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon; do
+for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon riscv64_rvv; do
   [[ "$other" == "$symbol" ]] && continue
   grep -qx "nn_nn_$other.o" <<<"$members" && fail "libnn.a archives nn_nn_$other.o, another architecture's objects"
 done
@@ -50,4 +55,11 @@ ctest --test-dir "$work/build" --output-on-failure -V >"$work/run.log" 2>&1 || {
 grep -E "^[0-9]+: " "$work/run.log" | sed 's/^[0-9]*: //' | tee "$work/app.log" | head -n 40
 grep -q "on $target" "$work/app.log" || fail "no call took a $target variant"
 echo "  $(grep -c "on $target" "$work/app.log") calls took $target variants"
+if [[ ${#without[@]} -gt 0 ]]; then
+  echo "== on a CPU without $target's feature (${without[*]}): the portable variants"
+  "${without[@]}" "$work/build/app" >"$work/without.log" 2>&1 || { cat "$work/without.log"; fail "the app failed there"; }
+  grep -q "on $target" "$work/without.log" && fail "a call took a $target variant on a CPU without its feature"
+  grep -q "all results match the reference" "$work/without.log" || fail "the app did not check its results there"
+  echo "  $(grep -c " on cpu" "$work/without.log") calls took cpu variants; $(grep "^kiln consumer app" "$work/without.log")"
+fi
 echo "cross consumer ($target): OK"

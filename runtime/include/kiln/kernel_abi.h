@@ -45,6 +45,7 @@ enum kiln_status_code {
 #define KILN_CPU_X86_AVX2 (1u << 0)   /* AVX2 and FMA */
 #define KILN_CPU_X86_AVX512 (1u << 1) /* AVX512F, BW, DQ and VL */
 #define KILN_CPU_ARM_NEON (1u << 2)   /* 32-bit ARM: NEON (AArch64 always has it) */
+#define KILN_CPU_RISCV_V (1u << 3)    /* RISC-V: the vector extension (RVV 1.0) */
 
 #define KILN_MAX_RANK 8
 

@@ -11,7 +11,9 @@ kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json
 kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
                     libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3
                     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
-                    gcc-riscv64-linux-gnu g++-riscv64-linux-gnu qemu-user-static)
+                    gcc-riscv64-linux-gnu g++-riscv64-linux-gnu qemu-user-static
+                    clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32
+                    nodejs)
 case "${KILN_DEPS:-test}" in
   user) kiln_packages=("${kiln_user_packages[@]}") ;;
   test) kiln_packages=("${kiln_test_packages[@]}") ;;

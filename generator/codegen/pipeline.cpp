@@ -51,7 +51,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
   if (opts.optimize)
-    for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes))
+    for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile

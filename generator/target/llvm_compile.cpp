@@ -79,10 +79,13 @@ const llvm::Target& backend_for(const Target& t, const llvm::Triple& triple) {
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t) {
   llvm::Triple triple(t.triple);
   const llvm::Target& lt = backend_for(t, triple);
-  llvm::TargetOptions opts;  // IEEE float math: no fast-math, no unsafe FP; FMA contraction is in the IR
+  llvm::TargetOptions opts;        // IEEE float math: no fast-math, no unsafe FP; FMA contraction is in the IR
   opts.MCOptions.ABIName = t.abi;  // the calling convention the target's C compiler uses (RISC-V: lp64d)
-  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(
-      triple.str(), t.cpu, t.features, opts, llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  // position-independent, as the C compilers' defaults for shared and PIE links; WebAssembly's
+  // static link takes objects without the PIC relocations (which need a dynamic-linking setup)
+  const llvm::Reloc::Model reloc = triple.isWasm() ? llvm::Reloc::Static : llvm::Reloc::PIC_;
+  std::unique_ptr<llvm::TargetMachine> tm(lt.createTargetMachine(triple.str(), t.cpu, t.features, opts, reloc,
+                                                                 std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) throw InternalError("LLVM cannot make a target machine for " + t.name + " (" + t.triple + ")");
   return tm;
 }

@@ -25,7 +25,7 @@ struct Target {
   std::string arch;    // the architecture it runs on ("x86_64"), "any" for portable C
   // LLVM's spelling of the machine (object targets; for C targets what the flags select)
   std::string triple, cpu, features;
-  std::string abi;  // LLVM's ABI name where the triple does not settle it ("lp64d"), else ""
+  std::string abi;            // LLVM's ABI name where the triple does not settle it ("lp64d"), else ""
   int vector_bytes = 16;      // the widest vector register kernels use
   int vector_registers = 16;  // how many there are
   int fma_units = 1;          // vector FMAs issued per cycle
@@ -53,7 +53,8 @@ const std::vector<Target>& targets();
 // The target called `name`, or null.
 const Target* find(std::string_view name);
 
-// "aarch64-neon, armv7-neon, cpu, riscv64-rvv, x86_64-avx2, x86_64-avx512": the known names, for error messages.
+// "aarch64-neon, armv7-neon, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512": the known names, for error
+// messages.
 std::string known_names();
 
 // The table as `kiln targets` prints it: for people (aligned columns), or JSON (one object per

@@ -5,13 +5,13 @@
 
 namespace kiln::target {
 
-// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512, KILN_CPU_ARM_NEON and KILN_CPU_RISCV_V (kiln/kernel_abi.h): this file includes nothing of kiln's
-// so that a build system can compile it alone; test_targets.cpp checks the values agree.
+// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512, KILN_CPU_ARM_NEON and KILN_CPU_RISCV_V (kiln/kernel_abi.h): this file
+// includes nothing of kiln's so that a build system can compile it alone; test_targets.cpp checks the values agree.
 constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2, kRiscvV = 1u << 3;
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(6);
+    std::vector<Target> t(7);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -75,9 +75,23 @@ const std::vector<Target>& targets() {
     rv.runtime_bits = "KILN_CPU_RISCV_V", rv.runtime_mask = kRiscvV;
     rv.runtime_features = {"v"};
 
+    // WebAssembly (WASI or the browser) with 128-bit SIMD: an engine validates the whole module, so
+    // nothing can be checked at run time (a module with SIMD needs an engine with it: Node 16+,
+    // every current browser); no threads
+    Target& wasm = t[5];
+    wasm.name = "wasm32-simd128", wasm.symbol = "wasm32_simd128", wasm.arch = "wasm32";
+    wasm.triple = "wasm32-unknown-wasi", wasm.cpu = "generic", wasm.features = "+simd128";
+    wasm.vector_bytes = 16, wasm.vector_registers = 16, wasm.fma_units = 1;
+    wasm.threads = false;
+    wasm.output = Output::Object;
+    wasm.c_flags = {"-msimd128"};
+    wasm.arch_guard = "defined(__wasm32__)";
+    wasm.runtime_bits = "0";
+    wasm.runtime_features = {"simd128"};
+
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[5];
+    Target& cpu = t[6];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <new>
 #include <string>
+
+#include "config.h"
+#if KILN_THREADS
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
+#endif
 
 namespace kiln {
 inline namespace runtime_v1 {
@@ -19,11 +23,15 @@ using Task = void (*)(void* arg, int32_t i);
 static constexpr int kMaxThreads = 256;
 static constexpr std::align_val_t kWorkspaceAlign{64};
 
-static int clamp_threads(int n) { return std::clamp(n, 1, kMaxThreads); }
+static int clamp_threads(int n) { return std::clamp(n, 1, KILN_THREADS ? kMaxThreads : 1); }
 
 static int hardware_threads() {
+#if KILN_THREADS
   const unsigned hw = std::thread::hardware_concurrency();
   return clamp_threads(static_cast<int>(std::min(hw, static_cast<unsigned>(kMaxThreads))));
+#else
+  return 1;
+#endif
 }
 
 static void run_serial(int32_t n, Task task, void* arg) {
@@ -61,6 +69,7 @@ class Block {
   size_t bytes_ = 0;
 };
 
+#if KILN_THREADS
 // a pause for a spinning thread (lets the sibling hyperthread run)
 static inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -126,11 +135,16 @@ class Pool {
  private:
   // As many threads as the system gives, up to `count`; with none, jobs run on the caller.
   void start(int count) {
+#if KILN_EXCEPTIONS
     try {
       threads_.reserve(static_cast<size_t>(count));
       for (int k = 0; k < count; ++k) threads_.emplace_back([this, k, gen = generation_] { work(k, gen); });
     } catch (...) {  // std::bad_alloc or std::system_error: make do with what started
     }
+#else
+    threads_.reserve(static_cast<size_t>(count));
+    for (int k = 0; k < count; ++k) threads_.emplace_back([this, k, gen = generation_] { work(k, gen); });
+#endif
   }
 
   void work(int index, uint64_t seen) {
@@ -172,6 +186,14 @@ class Pool {
   std::atomic<uint64_t> published_{0};  // generation_, for threads spinning without the mutex
   std::atomic<int64_t> next_{0};
 };
+#else
+// No threads on this platform: every job runs on the calling thread.
+class Pool {
+ public:
+  void run(int, int32_t n, Task task, void* arg) { run_serial(n, task, arg); }
+  void stop() {}
+};
+#endif
 
 }  // namespace
 
@@ -253,7 +275,11 @@ void* workspace(Context* ctx, size_t bytes, Status* status) {
   if (status && !status->ok()) *status = Status();
   if (bytes == 0) return nullptr;
   if (ctx == nullptr) {
+#if KILN_THREADS
     thread_local Block block;
+#else
+    static Block block;  // one thread (and no thread_local destructors to register, as on WASI)
+#endif
     void* p = block.get(bytes);
     return p ? p : cannot_allocate();
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <new>
 
+#include "config.h"
+
 namespace kiln {
 inline namespace runtime_v1 {
 
@@ -88,21 +90,30 @@ const char* status_code_name(StatusCode code) {
 
 // The message lives on the heap so that an ok Status is a code and a null pointer. Running out of
 // memory for a message must not turn an error into an exception: the code survives without it.
+// (Without exceptions an allocation failure ends the program, as everywhere in such a build.)
 static std::unique_ptr<std::string> copy_message(const std::string& s) noexcept {
+#if KILN_EXCEPTIONS
   try {
     return std::make_unique<std::string>(s);
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
+#else
+  return std::make_unique<std::string>(s);
+#endif
 }
 
 Status::Status(StatusCode code, std::string message) noexcept : code_(code) {
   if (code == StatusCode::Ok || message.empty()) return;
+#if KILN_EXCEPTIONS
   try {
     message_ = std::make_unique<std::string>(std::move(message));
   } catch (const std::bad_alloc&) {
     message_ = nullptr;
   }
+#else
+  message_ = std::make_unique<std::string>(std::move(message));
+#endif
 }
 
 Status::Status(const Status& other) noexcept : code_(other.code_) {

@@ -38,16 +38,23 @@ cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAK
 cmake --build "$work/build"
 
 echo "== what was built is the target's"
-readelf -h "$work/build/app" | grep -q "Machine: *$machine" || fail "app is not a $machine program: $(file "$work/build/app")"
+is_machine() {  # file: whether it is code for $machine (an ELF machine, or WebAssembly's magic)
+  if [[ "$machine" == WebAssembly ]]; then
+    [[ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' \n')" == 0061736d ]]
+  else
+    readelf -h "$1" | grep -q "Machine: *$machine"
+  fi
+}
+app="$work/build/app"
+is_machine "$app" || fail "app is not a $machine program: $(file "$app")"
 symbol="${target//-/_}"
-members="$(ar t "$work/build/libnn.a")"
+members="$(ar t "$work/build/libnn.a" 2>/dev/null || llvm-ar-19 t "$work/build/libnn.a")"
 grep -qx "nn_nn_$symbol.o" <<<"$members" || fail "libnn.a does not archive kiln's $target objects: $members"
-for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon riscv64_rvv; do
+for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon riscv64_rvv wasm32_simd128; do
   [[ "$other" == "$symbol" ]] && continue
   grep -qx "nn_nn_$other.o" <<<"$members" && fail "libnn.a archives nn_nn_$other.o, another architecture's objects"
 done
-readelf -h "$work/build/kiln-gen/nn/nn_nn_$symbol.o" | grep -q "Machine: *$machine" ||
-  fail "nn_nn_$symbol.o is not a $machine object"
+is_machine "$work/build/kiln-gen/nn/nn_nn_$symbol.o" || fail "nn_nn_$symbol.o is not a $machine object"
 echo "  app and nn_nn_$symbol.o: $machine; libnn.a: $(tr '\n' ' ' <<<"$members")"
 
 echo "== run the app under the emulator (ctest)"

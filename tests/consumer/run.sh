@@ -58,7 +58,10 @@ out="$(ninja -C "$work/build")"
 echo "== the kernel files are compiled optimized in every build mode, keeping the mode's debug info"
 kiln="$work/prefix/bin/kiln"
 # tests/consumer/CMakeLists.txt's TARGETS
-read -r -a consumer_targets <<<"$(sed -n 's/^kiln_add_library(nn SPECS nn.kiln TARGETS \(.*\))$/\1/p' "$here/CMakeLists.txt")"
+read -r -a consumer_targets <<<"$(python3 -c '
+import re, sys
+m = re.search(r"kiln_add_library\(nn SPECS nn.kiln TARGETS ([^)]*)\)", open(sys.argv[1]).read())
+print(" ".join(m.group(1).split()) if m else "")' "$here/CMakeLists.txt")"
 [[ ${#consumer_targets[@]} -gt 0 ]] || fail "no TARGETS in tests/consumer/CMakeLists.txt"
 # what kiln writes for them (its table, kiln targets --json): "<symbol> <output> <flag,flag...> <arch>"
 target_rows="$("$kiln" targets --json | python3 -c '

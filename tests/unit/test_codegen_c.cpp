@@ -702,3 +702,33 @@ TEST(CodegenCores, EveryElementIsStoredByExactlyOneCore) {
       EXPECT_EQ(writers[i], 1) << "element " << i << " of " << out_n << "\n" << ck.source;
   }
 }
+
+namespace {
+
+// A target without threads (WebAssembly) gets no loop shared among cores; one with them does.
+TEST(CodegenOpts, OnlyTargetsWithThreadsShareALoopAmongCores) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {256, 256}),
+         b = Tensor::input(ctx, "b", dtypes::float32, {256, 256});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  auto opts = [&](const char* name) {
+    std::vector<std::string> applied;
+    codegen::PipelineOptions o;
+    o.target = target::find(name);
+    o.applied_opts = &applied;
+    codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    std::string all;
+    for (const std::string& x : applied) all += x + " ";
+    return std::make_pair(all, k.parallel);
+  };
+  auto [cpu, cpu_parallel] = opts("cpu");
+  auto [wasm, wasm_parallel] = opts("wasm32-simd128");
+  EXPECT_NE(cpu.find("THREAD"), std::string::npos) << cpu;
+  EXPECT_TRUE(cpu_parallel);
+  EXPECT_EQ(wasm.find("THREAD"), std::string::npos) << wasm;
+  EXPECT_FALSE(wasm_parallel);
+  EXPECT_FALSE(target::find("wasm32-simd128")->threads);
+}
+
+}  // namespace

@@ -109,7 +109,7 @@ const UOp* store_shared_term(const UOp* sink) {
   return nullptr;
 }
 
-std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers, int vector_bytes) {
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers, int vector_bytes, bool threads) {
   std::vector<Opt> applied;
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
@@ -165,8 +165,8 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers
         }
     if (rows) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   }
-  // the outermost loop (after tiling: over tiles) is shared among the cores
-  if (const UOp* s = mark_thread_axis(sink)) {
+  // the outermost loop (after tiling: over tiles) is shared among the cores, where there are threads
+  if (const UOp* s = threads ? mark_thread_axis(sink) : nullptr) {
     sink = s;
     applied.push_back({Opt::Kind::Thread, sink->src(0)->src(1)->arg<RangeArg>().axis, 0});
   }

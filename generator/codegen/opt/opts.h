@@ -80,7 +80,8 @@ const UOp* store_shared_term(const UOp* sink);
 // floats: LLVM spills the 34 live vectors of 8 x 64). Measured on sgemm 1024^3 (AVX-512, C): 4x16
 // gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80, 16x16 12 and 8x128 47 (spills). Returns the opts it
 // chose (applied to `sink`). `vector_registers` and `vector_bytes` are the target's (the
-// defaults: the cpu target's).
-std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16);
+// defaults: the cpu target's); without `threads` no loop is shared among cores.
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16,
+                                          bool threads = true);
 
 }  // namespace kiln::codegen

@@ -1,0 +1,20 @@
+// What the platform the runtime is compiled for gives it, decided once from the compiler:
+//   KILN_THREADS     std::thread and its synchronization (0 on WebAssembly without threads and on
+//                    Cortex-M; -DKILN_NO_THREADS asks for 0 anywhere): without them a Context
+//                    runs every call on the calling thread, whatever its thread count;
+//   KILN_EXCEPTIONS  C++ exceptions (0 under -fno-exceptions): without them the paths that catch
+//                    an allocation failure are plain calls.
+#pragma once
+
+#if defined(KILN_NO_THREADS) || (defined(__wasi__) && !defined(_REENTRANT)) || \
+    (defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M')
+#define KILN_THREADS 0
+#else
+#define KILN_THREADS 1
+#endif
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define KILN_EXCEPTIONS 1
+#else
+#define KILN_EXCEPTIONS 0
+#endif

@@ -202,6 +202,7 @@ class Vectorizer {
     for (auto [buf, addr] : loaded)
       if (const UOp* st = fact(buf).stored_at; st && st != addr) return false;
     if (size == 0 || width * size % vbytes_ != 0) return false;  // whole vectors of the target's width
+    if (vbytes_ / size < 2) return false;  // a "vector" of one element (Cortex-M: 4 bytes) is a scalar
     l.size = size;
     return true;
   }

@@ -630,9 +630,11 @@ std::string render_llvm_module(const target::Target& t, std::string_view module_
   s += m.text;
   for (const std::string& d : m.decls) s += d + "\n";
   s += std::string(m.decls.empty() ? "" : "\n") +
-       "attributes #0 = { nounwind uwtable \"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu +
-       "\" \"target-features\"=\"" + t.features + "\" \"prefer-vector-width\"=\"" + num(8 * t.vector_bytes) +
-       "\" \"min-legal-vector-width\"=\"0\" }\n";
+       // unwind tables for a hosted target's debuggers and profilers; a freestanding one has no
+       // unwinder to reference (ARM's tables name __aeabi_unwind_cpp_pr0)
+       "attributes #0 = { nounwind " + (t.freestanding ? "" : "uwtable ") +
+       "\"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu + "\" \"target-features\"=\"" + t.features +
+       "\" \"prefer-vector-width\"=\"" + num(8 * t.vector_bytes) + "\" \"min-legal-vector-width\"=\"0\" }\n";
   if (!m.metadata.empty()) s += "\n" + m.metadata;
   return s;
 }

@@ -11,7 +11,7 @@ constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2,
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(7);
+    std::vector<Target> t(8);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -89,9 +89,25 @@ const std::vector<Target>& targets() {
     wasm.runtime_bits = "0";
     wasm.runtime_features = {"simd128"};
 
+    // Cortex-M4 with its single-precision FPU (FPv4-SP-D16), hard-float ABI, bare metal: no
+    // vector unit for floats (4-byte "vectors": scalars), no threads, nothing to detect at run time,
+    // and no math library: kernels call nothing but the FPU's square root (float64 math is the
+    // compiler runtime's soft float)
+    Target& m4 = t[6];
+    m4.name = "cortex-m4", m4.symbol = "cortex_m4", m4.arch = "armv7em";
+    m4.triple = "thumbv7em-none-eabihf", m4.cpu = "cortex-m4", m4.features = "+vfp4d16sp,+thumb-mode";
+    m4.vector_bytes = 4, m4.vector_registers = 16, m4.fma_units = 1;
+    m4.l1d_bytes = 16 << 10, m4.l2_bytes = 16 << 10;  // no caches to speak of: tile for the register file
+    m4.threads = false, m4.freestanding = true;
+    m4.math_ops = {"sqrt"};
+    m4.output = Output::Object;
+    m4.c_flags = {"-mcpu=cortex-m4", "-mthumb", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard"};
+    m4.arch_guard = "defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP)";
+    m4.runtime_bits = "0";
+
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[6];
+    Target& cpu = t[7];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";

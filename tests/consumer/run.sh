@@ -170,8 +170,10 @@ for try in 1 2; do  # the next build checks again: a failed check is not forgott
   if budget_build $((big_bytes - 1)); then fail "a library over its SIZE_BUDGET built: $out"; fi
   [[ "$out" == *"kiln: error: nn: the kernels of target $big take $big_bytes bytes (code "* ]] ||
     fail "the budget error does not name the target and its total: $out"
-  [[ "$out" == *"over the size budget of $((big_bytes - 1)) bytes"* ]] || fail "the budget error lacks the budget: $out"
-  [[ "$out" == *"its largest variants:"$'\n'"    $largest: "* ]] || fail "the budget error does not name $largest first: $out"
+  [[ "$out" == *"over the size budget of $((big_bytes - 1)) bytes"* ]] ||
+    fail "the budget error lacks the budget: $out"
+  [[ "$out" == *"its largest variants:"$'\n'"    $largest: "* ]] ||
+    fail "the budget error does not name $largest first: $out"
   [[ ! -e "$work/budget/build/app" ]] || fail "the app linked a library over its SIZE_BUDGET"
 done
 echo "  $big: $big_bytes bytes; SIZE_BUDGET $((big_bytes - 1)) fails naming $largest first"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CLI tests: drive `kiln simplify`, `kiln check`, `kiln codegen`, `kiln gen` and `kiln size` exactly as users and acceptance checks do (argv, stdin,
-# stdout, stderr, exit code). Usage: run.sh <path to kiln>
+# CLI tests: drive `kiln simplify`, `kiln check`, `kiln codegen`, `kiln gen` and `kiln size` exactly as
+# users and acceptance checks do (argv, stdin, stdout, stderr, exit code). Usage: run.sh <path to kiln>
 set -uo pipefail
 kiln="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

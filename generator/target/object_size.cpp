@@ -79,8 +79,9 @@ void measure_elf(const llvm::object::ELFFile<ELFT>& ef, const std::string& where
     uint64_t at = s.st_value;
     if (s.getType() == llvm::ELF::STT_SECTION) {
       // no label: the addend says where; a PC-relative field ends its instruction (x86's loads)
-      int64_t o = int64_t(s.st_value) + addend + (pc_relative ? 4 : 0);
-      at = uint64_t(std::clamp<int64_t>(o, 0, std::max<int64_t>(0, int64_t(sections[sec].sh_size) - 1)));
+      // (wrapping arithmetic: a corrupt file's values may be anything)
+      uint64_t o = uint64_t(s.st_value) + uint64_t(addend) + (pc_relative ? 4 : 0), size = sections[sec].sh_size;
+      at = int64_t(o) < 0 ? 0 : size == 0 ? 0 : std::min(o, size - 1);
     }
     bounds[sec].insert(at);
     refs.push_back({&*it, sec, at, &s});

@@ -180,6 +180,22 @@ TEST_F(SizeTest, TheManifestsRecordEachVariantsSizesPerTarget) {
   EXPECT_EQ(file(spec, "lib_a_x86_64_avx2.o"), "<no such file>");
 }
 
+TEST_F(SizeTest, TheLibrarysTotalsAreItsSpecsSummed) {
+  std::string b = write("b.kiln", "dim S in 1..64\nkernel twice(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n");
+  emit::GenResult r = emit::generate(opts({write("a.kiln", kSpec), b}));
+  ASSERT_TRUE(r.ok) << r.errors;
+  nlohmann::json lib = nlohmann::json::parse(file(r, "lib.manifest.json"));
+  nlohmann::json pa = nlohmann::json::parse(file(r, "lib_a.manifest.json"));
+  nlohmann::json pb = nlohmann::json::parse(file(r, "lib_b.manifest.json"));
+  EXPECT_GT(pb["targets"][0]["code_bytes"].get<uint64_t>(), 0u);
+  for (const char* field : {"code_bytes", "data_bytes"}) {
+    EXPECT_EQ(lib["targets"][0][field],
+              pa["targets"][0][field].get<uint64_t>() + pb["targets"][0][field].get<uint64_t>())
+        << field;
+    EXPECT_TRUE(lib["targets"][1][field].is_null()) << field;
+  }
+}
+
 TEST_F(SizeTest, TheReportIsPerVariantWithTotalsAndTheBudgetNamesTheLargest) {
   emit::GenResult r = emit::generate(opts({write("a.kiln", kSpec)}));
   ASSERT_TRUE(r.ok) << r.errors;

@@ -151,6 +151,46 @@ _kiln_gen = rule(
     },
 )
 
+def _kiln_size_budget_impl(ctx):
+    """kiln size --budget on the kernels as linked; its output is a header the library compiles with."""
+    lib = ctx.attr.library
+    manifest = [f for f in ctx.attr.files[OutputGroupInfo].manifest.to_list() if f.basename == lib + ".manifest.json"]
+    measured = []
+    for kernels, files in zip(ctx.attr.kernel_libs, ctx.attr.kernel_files):
+        libraries = []
+        for li in kernels[CcInfo].linking_context.linker_inputs.to_list():
+            if li.owner == kernels.label:
+                libraries += li.libraries
+        archives = [f for l in libraries for f in [l.static_library, l.pic_static_library] if f]
+        if archives:
+            measured += archives
+        elif libraries:  # an object target's library where it is linked: kiln's objects, as they are
+            measured += files.files.to_list()
+    out = ctx.actions.declare_file(ctx.label.name + ".h")
+    ctx.actions.run_shell(
+        command = 'out="$1"; shift; printf "/* " >"$out"; "$@" >>"$out" && printf " */\\n" >>"$out"',
+        arguments = [out.path, ctx.executable._kiln.path, "size", "--budget", str(ctx.attr.budget), manifest[0].path] +
+                    [f.path for f in measured],
+        inputs = manifest + measured,
+        tools = [ctx.executable._kiln],
+        outputs = [out],
+        mnemonic = "KilnSizeBudget",
+        progress_message = "kiln size %s: size_budget %d bytes per target" % (lib, ctx.attr.budget),
+    )
+    return [DefaultInfo(files = depset([out]))]
+
+_kiln_size_budget = rule(
+    implementation = _kiln_size_budget_impl,
+    attrs = {
+        "library": attr.string(mandatory = True),
+        "budget": attr.int(mandatory = True),
+        "files": attr.label(mandatory = True),
+        "kernel_libs": attr.label_list(providers = [CcInfo]),
+        "kernel_files": attr.label_list(),
+        "_kiln": attr.label(default = Label("//:kiln"), executable = True, cfg = "exec"),
+    },
+)
+
 def _is_identifier(s):
     if not s or s[0].isdigit():
         return False
@@ -159,7 +199,15 @@ def _is_identifier(s):
             return False
     return True
 
-def kiln_library(name, specs, targets = None, visibility = None, tags = [], testonly = False, **kwargs):
+def kiln_library(
+        name,
+        specs,
+        targets = None,
+        size_budget = None,
+        visibility = None,
+        tags = [],
+        testonly = False,
+        **kwargs):
     """A cc_library `name` of the kernels of `specs`, compiled for `targets`.
 
     Args:
@@ -167,6 +215,9 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
       specs: the .kiln spec files (labels); their file names must differ.
       targets: kiln targets (`kiln targets` lists them), may be a select();
         default: the targets of the platform's architecture and the portable ones.
+      size_budget: the most bytes (code + data) each target's kernels may take as linked: the build
+        fails, naming the target, its total and its largest kernels and variants, when one is over
+        (`kiln size --budget`, on the kernel libraries' archives once compiled).
       visibility, tags, testonly: as for any rule, on every target this makes.
       **kwargs: more cc_library attributes for `name` (e.g. linkstatic, alwayslink).
 
@@ -225,10 +276,27 @@ def kiln_library(name, specs, targets = None, visibility = None, tags = [], test
             **common
         )
         kernel_libs.append(":%s_kernels_%s_lib" % (name, symbol))
+    srcs = [":%s_dispatch" % name]
+    if size_budget != None:
+        # the check's output is a private header of the library: nothing that links it builds
+        # while the kernels are over the budget
+        if type(size_budget) != "int" or size_budget < 0:
+            fail("kiln_library(%s): size_budget takes a number of bytes (got %r)" % (name, size_budget))
+        _kiln_size_budget(
+            name = name + "_size_budget",
+            library = name,
+            budget = size_budget,
+            files = ":%s_files" % name,
+            kernel_libs = kernel_libs,
+            kernel_files = [":%s_kernels_%s" % (name, _symbol(t[1])) for t in _TARGETS],
+            visibility = ["//visibility:private"],
+            **common
+        )
+        srcs.append(":%s_size_budget" % name)
     cc_library(
         name = name,
         hdrs = [":%s_hdrs" % name],
-        srcs = [":%s_dispatch" % name],
+        srcs = srcs,
         includes = [name],
         deps = [Label("//:runtime")] + kernel_libs,
         visibility = visibility,

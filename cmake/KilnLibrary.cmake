@@ -1,4 +1,4 @@
-# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR] [C_SOURCES])
+# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR] [C_SOURCES] [SIZE_BUDGET <bytes>])
 #
 # Runs `kiln gen` in the build on the specs, for the targets (`kiln targets` lists them), and makes <lib> a static library of the generated dispatch and kernels that carries its include
 # directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
@@ -15,6 +15,11 @@
 # every build mode: Debug, RelWithDebInfo, MinSizeRel, no build type and multi-config generators
 # alike, so a Debug app gets the kernels (and the floating-point results) of a Release one. The
 # mode's other flags (-g) stay. -DKILN_OPTIMIZE_KERNELS=OFF compiles them as the rest of the build.
+#
+# SIZE_BUDGET: the most bytes (code + data) the kernels of each target may take in <lib> as linked.
+# Once the library is archived, `kiln size --budget` measures its kernels there (a C target's as the
+# compiler made them, kiln's objects as they are) and fails the build, naming the target, its total
+# and its largest kernels and variants, when one is over.
 #
 # Needs the targets kiln::kiln (the generator, a host executable) and kiln::runtime: from
 # find_package(kiln) or from kiln's own build (add_subdirectory).
@@ -64,7 +69,7 @@ function(_kiln_arch out)
 endfunction()
 
 function(kiln_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "" "SPECS;TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "SIZE_BUDGET" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_library(${name}): unknown arguments: ${KILN_UNPARSED_ARGUMENTS}")
   endif()
@@ -216,5 +221,17 @@ function(kiln_add_library name)
   set_target_properties(${name} PROPERTIES C_STANDARD 99 C_EXTENSIONS ON POSITION_INDEPENDENT_CODE ON)
   if(UNIX)
     target_link_libraries(${name} PRIVATE m)
+  endif()
+
+  # SIZE_BUDGET: checked on the archive just made, so on the objects actually linked; a failure
+  # leaves the library's build step failed, so the next build checks again
+  if(DEFINED KILN_SIZE_BUDGET OR "SIZE_BUDGET" IN_LIST KILN_KEYWORDS_MISSING_VALUES)
+    if(NOT KILN_SIZE_BUDGET MATCHES "^[0-9]+$")
+      message(FATAL_ERROR "kiln_add_library(${name}): SIZE_BUDGET takes a number of bytes (got '${KILN_SIZE_BUDGET}')")
+    endif()
+    add_custom_command(TARGET ${name} POST_BUILD
+      COMMAND kiln::kiln size --budget ${KILN_SIZE_BUDGET} "${out}/${name}.manifest.json" "$<TARGET_FILE:${name}>"
+      COMMENT "kiln size ${name}: SIZE_BUDGET ${KILN_SIZE_BUDGET} bytes per target"
+      VERBATIM)
   endif()
 endfunction()

@@ -13,6 +13,7 @@
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/schedule/schedule.h"
+#include "generator/target/object_size.h"
 
 namespace kiln::emit::detail {
 
@@ -154,6 +155,8 @@ class Generator {
   std::string kernel_file(size_t fi, size_t ti) const;
 
   // manifest.cpp
+  // the measured functions of spec fi's kernel file for target ti; null for a C target
+  const std::map<std::string, target::FunctionSize>* sizes(size_t fi, size_t ti) const;
   // L_<part>.manifest.json: one spec's files and kernels
   std::string manifest_part(size_t fi) const;
   // L.manifest.json from the parts' manifests (in spec order): every file, the kernel files per
@@ -165,6 +168,8 @@ class Generator {
   std::vector<const Target*> targets_;  // best first
   std::vector<SpecFile> files_;
   std::vector<KernelInfo> kernels_;  // in spec order
+  // each object's functions, measured once compiled (by spec and target index): the manifests' sizes
+  std::map<std::pair<size_t, size_t>, std::map<std::string, target::FunctionSize>> sizes_;
 };
 
 }  // namespace kiln::emit::detail

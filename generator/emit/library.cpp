@@ -1,8 +1,11 @@
 #include "generator/emit/library.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <deque>
 
 #include "generator/emit/generator.h"
+#include "generator/target/object_size.h"
 
 namespace kiln::emit::detail {
 
@@ -20,34 +23,56 @@ GenResult Generator::run() {
   for (size_t f = 0; f < files_.size(); ++f)
     if (!build_kernels(f, r.errors)) return r;
   if (o_.emit == Emit::All) r.files.push_back({o_.name + ".h", umbrella()});
-  std::vector<std::string> parts;
   std::vector<ObjectJob> jobs;
-  std::vector<size_t> objects;  // where each job's object goes in r.files
+  std::vector<std::pair<size_t, size_t>> job_kernels;  // each job's spec and target
+  std::vector<size_t> objects;                         // where each job's object goes in r.files
+  std::vector<size_t> manifests;                       // where each spec's part manifest goes
+  std::deque<std::string> measured;  // --emit spec: objects made only to measure them (stable addresses)
   for (size_t f = 0; f < files_.size(); ++f) {
     const std::string prefix = o_.name + "_" + files_[f].part;
     if (o_.emit != Emit::Kernels) {
       r.files.push_back({prefix + ".h", header(f)});
       r.files.push_back({prefix + "_dispatch.cpp", dispatch(f)});
     }
-    if (o_.emit != Emit::Spec)
-      for (size_t t = 0; t < targets_.size(); ++t) {
-        if (output(*targets_[t]) == target::Output::CSource) {
-          r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
-          continue;
-        }
-        std::string module = kernels_module(f, t);
-        r.files.push_back({kernel_file(f, t), ""});
-        jobs.push_back({targets_[t], module, nullptr, nullptr});
-        objects.push_back(r.files.size() - 1);
-        if (o_.keep_ir) r.files.push_back({prefix + "_" + targets_[t]->symbol + ".ll", std::move(module)});
+    for (size_t t = 0; t < targets_.size(); ++t) {
+      if (output(*targets_[t]) == target::Output::CSource) {
+        if (o_.emit != Emit::Spec) r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
+        continue;
       }
+      // the part manifest records the object's sizes, so --emit spec makes the object too
+      std::string module = kernels_module(f, t);
+      jobs.push_back({targets_[t], module, nullptr, nullptr});
+      job_kernels.push_back({f, t});
+      if (o_.emit == Emit::Spec) {
+        objects.push_back(SIZE_MAX);
+        continue;
+      }
+      r.files.push_back({kernel_file(f, t), ""});
+      objects.push_back(r.files.size() - 1);
+      if (o_.keep_ir) r.files.push_back({prefix + "_" + targets_[t]->symbol + ".ll", std::move(module)});
+    }
     if (o_.emit != Emit::Kernels) {
-      parts.push_back(manifest_part(f));
-      r.files.push_back({prefix + ".manifest.json", parts.back()});
+      r.files.push_back({prefix + ".manifest.json", ""});
+      manifests.push_back(r.files.size() - 1);
     }
   }
-  for (size_t j = 0; j < jobs.size(); ++j) jobs[j].object = &r.files[objects[j]].second;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    jobs[j].object = objects[j] == SIZE_MAX ? &measured.emplace_back() : &r.files[objects[j]].second;
   compile_objects(jobs);
+  if (o_.emit == Emit::Kernels) {
+    r.ok = true;
+    return r;
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    auto [f, t] = job_kernels[j];
+    try {
+      sizes_[{f, t}] = target::measure_functions(*jobs[j].object, kernel_file(f, t));
+    } catch (const target::ObjectError& e) {
+      throw InternalError(std::string("kiln gen: the object kiln made cannot be measured: ") + e.what());
+    }
+  }
+  std::vector<std::string> parts;
+  for (size_t f = 0; f < files_.size(); ++f) parts.push_back(r.files[manifests[f]].second = manifest_part(f));
   if (o_.emit == Emit::All) {
     // merged from the parts' text, as a build that writes each spec's files separately merges them
     std::string merged;

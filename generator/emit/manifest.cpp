@@ -8,6 +8,43 @@ namespace kiln::emit::detail {
 
 using json = nlohmann::ordered_json;
 
+// what a target's code_bytes and data_bytes are, in the manifests
+static const char* const kSizesKnown = "measured in kiln's object";
+static const char* const kSizesUnknown =
+    "unknown until compiled: kiln size <manifest> <the compiled objects or archive>";
+
+// code_bytes and data_bytes of these functions of a kernel file (every function of it when `symbols`
+// is null), a constant two of them read counted once; null for a C target, whose sizes are known only
+// once the build's compiler compiled it (`kiln size` measures them then)
+static void add_sizes(json& j, const std::map<std::string, target::FunctionSize>* measured,
+                      const std::vector<std::string>* symbols, const std::string& file) {
+  if (!measured) {
+    j["code_bytes"] = nullptr;
+    j["data_bytes"] = nullptr;
+    return;
+  }
+  uint64_t code = 0;
+  std::map<std::string, uint64_t> data;
+  auto add = [&](const target::FunctionSize& s) {
+    code += s.code;
+    data.insert(s.data.begin(), s.data.end());
+  };
+  if (!symbols)
+    for (const auto& [name, s] : *measured) add(s);
+  for (size_t i = 0; symbols && i < symbols->size(); ++i) {
+    auto f = measured->find((*symbols)[i]);
+    if (f == measured->end()) throw InternalError("kiln gen: " + file + " has no function " + (*symbols)[i]);
+    add(f->second);
+  }
+  j["code_bytes"] = code;
+  j["data_bytes"] = target::data_bytes(data);
+}
+
+const std::map<std::string, target::FunctionSize>* Generator::sizes(size_t fi, size_t ti) const {
+  auto it = sizes_.find({fi, ti});
+  return it == sizes_.end() ? nullptr : &it->second;
+}
+
 // L_<part>.manifest.json: one spec's files and kernels
 std::string Generator::manifest_part(size_t fi) const {
   const SpecFile& sf = files_[fi];
@@ -25,6 +62,8 @@ std::string Generator::manifest_part(size_t fi) const {
     tj["file"] = kernel_file(fi, ti);
     tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
+    tj["sizes"] = sizes(fi, ti) ? kSizesKnown : kSizesUnknown;
+    add_sizes(tj, sizes(fi, ti), nullptr, kernel_file(fi, ti));
     ts.push_back(tj);
   }
   m["targets"] = ts;
@@ -86,6 +125,9 @@ std::string Generator::manifest_part(size_t fi) const {
         vj["guard"] = guard_text(v, f.dims);
         vj["workspace_bytes"] = expr_text(v.sched.workspace_bytes, f.dims, Style::Text);
         json kernels = json::array();
+        std::vector<std::string> symbols;
+        for (const Compiled& c : v.kernels) symbols.push_back(fn_name(c, *t));
+        add_sizes(vj, sizes(fi, ti), &symbols, kernel_file(fi, ti));
         for (size_t i = 0; i < v.kernels.size(); ++i) {
           const Compiled& c = v.kernels[i];
           Estimate e = estimate(v.sched.kernels[i].ast);
@@ -95,6 +137,8 @@ std::string Generator::manifest_part(size_t fi) const {
           cj["parallel"] = c.code[ti].parallel;
           cj["flops"] = expr_text(e.flops, f.dims, Style::Text);
           cj["bytes"] = expr_text(e.bytes, f.dims, Style::Text);
+          std::vector<std::string> one{symbols[i]};
+          add_sizes(cj, sizes(fi, ti), &one, kernel_file(fi, ti));
           kernels.push_back(cj);
         }
         vj["kernels"] = kernels;
@@ -122,6 +166,10 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
     tj["files"] = json::array();
     tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
+    bool known = output(*t) == target::Output::Object;
+    tj["sizes"] = known ? kSizesKnown : kSizesUnknown;
+    tj["code_bytes"] = known ? json(0) : json(nullptr);
+    tj["data_bytes"] = known ? json(0) : json(nullptr);
     ts.push_back(tj);
   }
   std::map<std::string, std::string> where;  // kernel -> spec:line:col
@@ -142,7 +190,11 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
         return false;
       }
       specs.push_back(p.at("spec"));
-      for (size_t t = 0; t < targets_.size(); ++t) ts[t]["files"].push_back(pts[t].at("file"));
+      for (size_t t = 0; t < targets_.size(); ++t) {
+        ts[t]["files"].push_back(pts[t].at("file"));
+        for (const char* field : {"code_bytes", "data_bytes"})  // the library's: its parts' summed
+          if (!ts[t][field].is_null()) ts[t][field] = ts[t][field].get<uint64_t>() + pts[t].at(field).get<uint64_t>();
+      }
       for (const json& f : p.at("files")) files.push_back(f);
       for (const json& k : p.at("kernels")) {
         std::string name = k.at("name"), at = k.at("spec").get<std::string>() + ":" +

@@ -15,6 +15,7 @@
 
 #include "generator/codegen/pipeline.h"
 #include "generator/emit/library.h"
+#include "generator/emit/size_report.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
@@ -25,10 +26,14 @@
 #include "generator/schedule/schedule.h"
 #include "generator/symbolic/symbolic.h"
 #include "generator/target/llvm_compile.h"
+#include "generator/target/object_size.h"
 #include "generator/target/target.h"
 #include "kiln/kiln_c.h"
 
 namespace kiln::cli {
+
+// an object or archive kiln size reads: a library's archive with debug info outgrows a spec's 16 MiB
+static constexpr size_t kMaxObjectBytes = size_t(1) << 30;
 
 // Bounds are numbers: a bool's are 0 or 1 (the seeds' False/True compare equal to 0/1).
 static std::string bound(const kiln::ConstValue& v, kiln::DType d) {
@@ -335,6 +340,50 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
                     kiln::emit::depfile(out + "/" + r.files.front().first, o.specs, self_path()))
              ? 0
              : 1;
+}
+
+int run_size(const std::string& manifest, const std::vector<std::string>& files, bool json,
+             std::optional<uint64_t> budget) {
+  kiln::frontend::InputFile m = kiln::frontend::read_input_file(manifest);
+  if (!m.ok()) {
+    std::cerr << m.error;
+    return 1;
+  }
+  std::map<std::string, kiln::target::FunctionSize> measured;
+  for (const std::string& f : files) {
+    kiln::frontend::InputFile in = kiln::frontend::read_input_file(f, kMaxObjectBytes);
+    if (!in.ok()) {
+      std::cerr << in.error;
+      return 1;
+    }
+    try {
+      for (auto& [name, size] : kiln::target::measure_functions(in.text, f)) measured.try_emplace(name, size);
+    } catch (const kiln::target::ObjectError& e) {
+      std::cerr << "kiln: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  kiln::emit::SizeReport r;
+  std::string err;
+  if (!kiln::emit::size_report(m.text, manifest, files.empty() ? nullptr : &measured, r, err)) {
+    std::cerr << err;
+    return 1;
+  }
+  if (!budget) {
+    std::cout << (json ? kiln::emit::size_json(r) : kiln::emit::size_table(r));
+    return 0;
+  }
+  err = kiln::emit::check_budget(r, *budget);
+  if (!err.empty()) {
+    std::cerr << err;
+    return 1;
+  }
+  std::cout << "kiln size: " << r.library << ":";
+  for (const kiln::emit::TargetSize& t : r.targets)
+    if (t.state == kiln::emit::VariantSize::State::Known)
+      std::cout << " " << t.name << " " << t.code + t.data << " bytes,";
+  std::cout << " within the budget of " << *budget << " bytes per target\n";
+  return 0;
 }
 
 // `--target cpu x86_64-avx2 a.kiln b.kiln`: the targets end at the first value that is not one (CLI11

@@ -1,7 +1,9 @@
 // The kiln CLI's commands: each subcommand's work, given its parsed options (kiln.cpp parses argv).
 #pragma once
 
+#include <cstdint>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,10 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out);
 // kiln explain
 int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
                 const std::string& cpu);
+
+// kiln size: the sizes of the manifest's variants, measured in `files` when any are given
+int run_size(const std::string& manifest, const std::vector<std::string>& files, bool json,
+             std::optional<uint64_t> budget);
 
 // `--target cpu x86_64-avx2 a.kiln b.kiln`: the targets end at the first value that is not one
 void split_targets(kiln::emit::GenOptions& o);

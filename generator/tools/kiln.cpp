@@ -122,6 +122,24 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember({"native", "none", "avx2", "avx512"}));
   expl->add_option("specs", ex_opts.specs, "spec files")->required();
 
+  auto* size = app.add_subcommand("size", "code and data bytes of a library's kernels per kernel, variant, target");
+  std::string size_manifest;
+  std::vector<std::string> size_files;
+  bool size_json = false;
+  std::optional<uint64_t> size_budget;
+  size->add_option("manifest", size_manifest, "<name>.manifest.json (or a spec's <name>_<part>.manifest.json)")
+      ->required();
+  size->add_option("files", size_files, "compiled kernel objects or the library archive: measure these instead");
+  size->add_flag("--json", size_json, "the report as JSON");
+  size->add_option("--budget", size_budget, "fail (exit 1) when a target's kernels take more bytes than this");
+  size->footer(
+      "Output: one line per kernel variant and target, its code bytes (its functions' symbol sizes), data\n"
+      "bytes (the constants its code reads) and both; then a total per target and overall. An object\n"
+      "target's sizes are in the manifest (kiln gen measured its objects); a C target's are known once\n"
+      "compiled: give the objects or the archive a build made, and every variant is measured there ('-':\n"
+      "in none of them). With --budget: nothing printed but a line, or the targets over it with their\n"
+      "largest kernels and variants (exit 1).");
+
   auto* targets = app.add_subcommand("targets", "the targets kiln builds kernels for");
   bool targets_json = false;
   targets->add_flag("--json", targets_json, "every field of every target, as JSON (what the build rules read)");
@@ -169,6 +187,7 @@ static int run(int argc, char** argv) {
   }
 
   if (check->parsed()) return run_check(specs);
+  if (size->parsed()) return run_size(size_manifest, size_files, size_json, size_budget);
   if (codegen->parsed()) {
     try {
       CodegenTarget cg;

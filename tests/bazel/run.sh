@@ -5,7 +5,7 @@
 #   2. the files kiln_library() writes are byte-identical to kiln_add_library()'s (CMake) for
 #      the same specs and targets, when a CMake build directory is given;
 #   3. this workspace (a user's: local_repository -> kiln): bazel test //... and the app, a no-op
-#      build, and a changed spec re-runs only that spec's actions.
+#      build, and a changed spec re-runs only that spec's actions; size_budget within and over.
 # Usage: tests/bazel/run.sh [<CMake build dir that built kiln_kernels and kiln_gen_test>]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,7 +17,7 @@ spec_backup="$work/norm.kiln"
 cp "$here/norm.kiln" "$spec_backup"
 cleanup() {
   cp "$spec_backup" "$here/norm.kiln"
-  rm -rf "$here/bad_target"
+  rm -rf "$here/bad_target" "$here/budget"
   (cd "$here" && bazel shutdown) || true
   (cd "$root" && bazel shutdown) || true
   rm -rf "$work"
@@ -161,6 +161,26 @@ bad_out="$(bazel build "${bz[@]}" //bad_target:bad 2>&1 || true)"
 rm -rf bad_target
 check "consumer: an unknown target lists the known ones" "1" \
   "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
+
+# size_budget: a library within it builds; one too small fails the build, naming the target, its
+# total and its largest variants (kiln size --budget on the kernel libraries as compiled)
+mkdir -p budget
+cp norm.kiln budget/
+printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
+  'kiln_library(name = "fits", specs = ["norm.kiln"], targets = ["cpu"], size_budget = 100000000)' \
+  'kiln_library(name = "over", specs = ["norm.kiln"], targets = ["cpu"], size_budget = 100)' >budget/BUILD.bazel
+fits_rc=0
+fits_out="$(bazel build "${bz[@]}" //budget:fits 2>&1)" || fits_rc=$?
+over_rc=0
+over_out="$(bazel build "${bz[@]}" //budget:over 2>&1)" || over_rc=$?
+rm -rf budget
+check "consumer: a library within its size_budget builds" "0" "$fits_rc"
+check "consumer: a library over its size_budget fails the build" "failed" "$([[ $over_rc -ne 0 ]] && echo failed)"
+over_error="kiln: error: over: the kernels of target cpu take [0-9]+ bytes \(code [0-9]+, data [0-9]+\), over the size"
+check "consumer: the size_budget error names the target, its total and the budget" "1" \
+  "$(grep -cE "$over_error budget of 100 bytes" <<<"$over_out")"
+check "consumer: the size_budget error names the largest variants" "1" \
+  "$(grep -c "its largest variants:" <<<"$over_out")"
 
 if [[ -n "$cmake_build" ]]; then
   "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512 mlp.kiln norm.kiln

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# CLI tests: drive `kiln simplify`, `kiln check` and `kiln codegen` exactly as users and acceptance checks do (argv, stdin,
-# stdout, stderr, exit code). Usage: run.sh <path to kiln>
+# CLI tests: drive `kiln simplify`, `kiln check`, `kiln codegen`, `kiln gen` and `kiln size` exactly as
+# users and acceptance checks do (argv, stdin, stdout, stderr, exit code). Usage: run.sh <path to kiln>
 set -uo pipefail
 kiln="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -335,6 +335,78 @@ check "explain --dim with an empty item" "1 kiln: error: --dim 'M=1,N=2,' has an
 check "explain --dim twice" "1 kiln: error: --dim M given twice (M=1 and M=2)" "$? $(cat "$tmp/err")"
 "$kiln" explain --kernel gemm --dim M=1 --dim N=2,K=2 --target cpu "$tmp/one.kiln" >"$tmp/out" 2>"$tmp/err"
 check "explain --dim repeated and listed" "0 gemm with M=1 N=2 K=2:" "$? $(head -1 "$tmp/out")"
+
+# kiln size: per kernel, variant and target from the manifest (kiln gen measured its objects); a C
+# target's sizes once compiled (its objects or the library archive); --budget; bad input is exit 1
+"$kiln" gen --name lib --out "$tmp/size" --target cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln"
+"$kiln" size "$tmp/size/lib.manifest.json" >"$tmp/out" 2>"$tmp/err"
+check "size exit code" "0 " "$? $(cat "$tmp/err")"
+check "size header" "kernel variant target code data bytes" "$(head -1 "$tmp/out" | xargs)"
+json_of() { python3 -c "import json,sys; m=json.load(open(sys.argv[1])); $2" "$1"; }
+# one row per variant of the manifest, in its order: kernel, variant, target, code, data, code + data
+check "size rows" "$(json_of "$tmp/size/lib.manifest.json" '
+for k in m["kernels"]:
+  for v in k["variants"]:
+    c, d = v["code_bytes"], v["data_bytes"]
+    print(k["name"], v["name"], v["target"], *(["?"] * 3 if c is None else [c, d, c + d]))')" \
+  "$(grep -v '^total\|^kernel\|^?\|^all' "$tmp/out" | sed 's/  */ /g')"
+check "size totals" "$(json_of "$tmp/size/lib.manifest.json" '
+t = m["targets"]
+print("total x86_64-avx2", t[0]["code_bytes"], t[0]["data_bytes"], t[0]["code_bytes"] + t[0]["data_bytes"])
+print("total cpu ? ? ?")
+print("total all", t[0]["code_bytes"], t[0]["data_bytes"], t[0]["code_bytes"] + t[0]["data_bytes"])')" \
+  "$(grep '^total' "$tmp/out" | sed 's/  */ /g')"
+check "size: cpu unknown until compiled" "?: unknown until compiled (cpu): give kiln size the compiled kernel objects or the library archive after the manifest" \
+  "$(grep '^?:' "$tmp/out")"
+"$kiln" size --json "$tmp/size/lib_one.manifest.json" >"$tmp/out.json"
+check "size --json of a spec's manifest" "lib False x86_64-avx2 known cpu unknown None" "$(json_of "$tmp/out.json" '
+print(m["library"], m["total"]["complete"], *[x for t in m["targets"] for x in (t["name"], t["sizes"])], m["variants"][-1]["code_bytes"])')"
+# compiled: the C target measured in its object, the object target in kiln's; or both in an archive
+for spec in one two_b; do
+  cc -O2 -c -I"$here/../../runtime/include" "$tmp/size/lib_${spec}_cpu.c" -o "$tmp/size/$spec.o"
+done
+ar rcs "$tmp/size/liblib.a" "$tmp/size/one.o" "$tmp/size/two_b.o" "$tmp/size/lib_one_x86_64_avx2.o" "$tmp/size/lib_two_b_x86_64_avx2.o"
+"$kiln" size --json "$tmp/size/lib.manifest.json" "$tmp/size/one.o" "$tmp/size/two_b.o" >"$tmp/out.json"
+check "size of compiled C: cpu known, the object not given" "True not linked known" "$(json_of "$tmp/out.json" '
+print(m["total"]["complete"], m["targets"][0]["sizes"], m["targets"][1]["sizes"])')"
+"$kiln" size "$tmp/size/lib.manifest.json" "$tmp/size/one.o" >"$tmp/out"
+check "size: not linked is '-'" "-: in none of the files given (not linked)" "$(grep '^-:' "$tmp/out")"
+check "size: the spec not given is not linked" "twice twice[any] cpu - - -" "$(grep '^twice.*cpu' "$tmp/out" | sed 's/  */ /g')"
+"$kiln" size --json "$tmp/size/lib.manifest.json" "$tmp/size/liblib.a" >"$tmp/ar.json"
+check "size of the archive: every target known" "known known" "$(json_of "$tmp/ar.json" 'print(*[t["sizes"] for t in m["targets"]])')"
+check "size of the archive: kiln's objects as the manifest says" \
+  "$(json_of "$tmp/size/lib.manifest.json" 'print(m["targets"][0]["code_bytes"], m["targets"][0]["data_bytes"])')" \
+  "$(json_of "$tmp/ar.json" 'print(m["targets"][0]["code_bytes"], m["targets"][0]["data_bytes"])')"
+# the budget is per target: the larger one's total fits, one byte less and only it is over
+read -r big big_bytes largest <<<"$(json_of "$tmp/ar.json" '
+t = max((t["code_bytes"] + t["data_bytes"], t["name"]) for t in m["targets"])
+print(t[1], t[0], max((v["code_bytes"] + v["data_bytes"], v["variant"]) for v in m["variants"] if v["target"] == t[1])[1])')"
+"$kiln" size --budget "$big_bytes" "$tmp/size/lib.manifest.json" "$tmp/size/liblib.a" >"$tmp/out" 2>"$tmp/err"
+check "size --budget: within" "0 within the budget" "$? $(grep -o 'within the budget' "$tmp/out")"
+"$kiln" size --budget $((big_bytes - 1)) "$tmp/size/lib.manifest.json" "$tmp/size/liblib.a" >"$tmp/out" 2>"$tmp/err"
+check "size --budget: over" "1 kiln: error: lib: the kernels of target $big take $big_bytes bytes" "$? $(head -1 "$tmp/err" | sed 's/ (code.*//')"
+check "size --budget: only the target over it" "1" "$(grep -c '^kiln: error' "$tmp/err")"
+check "size --budget: the largest variant first" "    $largest" "$(grep -A1 'its largest variants:' "$tmp/err" | tail -1 | sed 's/: .*//')"
+"$kiln" size --budget 100000000 "$tmp/size/lib.manifest.json" 2>"$tmp/err"
+check "size --budget: unknown sizes" "1 kiln: error: lib: the sizes of target cpu's kernels are unknown until compiled: give kiln size its compiled objects or the library archive" "$? $(cat "$tmp/err")"
+# bad input: a clear error, exit 1, never a crash
+"$kiln" size "$tmp/nothing.json" 2>"$tmp/err"
+check "size: no manifest" "1 $tmp/nothing.json: error: cannot open (No such file or directory)" "$? $(cat "$tmp/err")"
+"$kiln" size "$tmp/one.kiln" 2>"$tmp/err"
+check "size: not a manifest" "1 kiln: error: $tmp/one.kiln is not a kiln manifest with sizes (not JSON; kiln gen writes <name>.manifest.json)" "$? $(cat "$tmp/err")"
+printf '{"library": "lib", "targets": [], "kernels": [{"name": "k"}]}' >"$tmp/partial.json"
+"$kiln" size "$tmp/partial.json" 2>"$tmp/err"
+check "size: a manifest without variants" "1 kiln: error: $tmp/partial.json is not a kiln manifest with sizes" "$? $(sed 's/ (.*//' "$tmp/err")"
+head -c 3000 "$tmp/size/one.o" >"$tmp/size/cut.o"
+"$kiln" size "$tmp/size/lib.manifest.json" "$tmp/size/cut.o" 2>"$tmp/err"
+rc=$?
+check "size: a corrupt object" "1 yes" "$rc $([[ "$(cat "$tmp/err")" == "kiln: error: $tmp/size/cut.o: "?* ]] && echo yes)"
+"$kiln" size "$tmp/size/lib.manifest.json" "$tmp/one.kiln" 2>"$tmp/err"
+check "size: not an object" "1 kiln: error: $tmp/one.kiln: The file was not recognized as a valid object file" "$? $(cat "$tmp/err")"
+"$kiln" size "$tmp/size/lib.manifest.json" "$tmp/size" 2>"$tmp/err"
+check "size: a directory" "1 $tmp/size: error: is a directory, not a file" "$? $(cat "$tmp/err")"
+"$kiln" size --budget -1 "$tmp/size/lib.manifest.json" 2>/dev/null
+check "size --budget -1" "1" "$?"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

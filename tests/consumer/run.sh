@@ -6,7 +6,9 @@
 #   3. drive Ninja: a no-op build runs nothing; touching the spec re-runs kiln gen and nothing
 #      else (its outputs keep their bytes); changing the spec regenerates and rebuilds the
 #      library and relinks the app, and the app still passes;
-#   4. two `kiln gen` runs write identical bytes.
+#   4. SIZE_BUDGET: a library within it builds, one byte under the larger target's kernels fails
+#      the build (again on the next) with the target, its total and its largest variant named;
+#   5. two `kiln gen` runs write identical bytes.
 # Usage: tests/consumer/run.sh <kiln build dir> <scratch dir>
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -146,6 +148,54 @@ known="$("$kiln" targets --json | python3 -c 'import json,sys; print(", ".join(s
 tr -s ' \n' '  ' <"$work/bad-target.log" | grep -qF "unknown target 'avx9' (known: $known)" ||
   fail "the configure error does not list the known targets: $(cat "$work/bad-target.log")"
 echo "  unknown target 'avx9' (known: $known)"
+
+echo "== SIZE_BUDGET: each target's kernels as linked; one byte too few fails the build, naming the largest"
+mkdir -p "$work/budget"
+cp "$work/src/nn.kiln" "$work/src/app.cpp" "$work/budget/"
+cat >"$work/budget/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.25)
+project(budget LANGUAGES C CXX)
+find_package(kiln REQUIRED)
+kiln_add_library(nn SPECS nn.kiln TARGETS cpu x86_64-avx2 SIZE_BUDGET ${BUDGET})
+add_executable(app app.cpp)
+target_link_libraries(app PRIVATE nn)
+EOF
+budget_build() {  # budget: configure with it and build; the build's output in $out, its status returned
+  cmake -S "$work/budget" -B "$work/budget/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUDGET="$1" \
+    -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+  local rc=0
+  out="$(ninja -C "$work/budget/build" 2>&1)" || rc=$?
+  return $rc
+}
+budget_build 1000000000 || fail "a library within its SIZE_BUDGET failed to build: $out"
+[[ "$out" == *"within the budget of 1000000000 bytes per target"* ]] || fail "the budget was not checked: $out"
+# the larger target's total and its largest variant, measured in the archive the app links
+read -r big big_bytes largest <<<"$("$kiln" size --json "$work/budget/build/kiln-gen/nn/nn.manifest.json" \
+  "$work/budget/build/libnn.a" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+t = max((t["code_bytes"] + t["data_bytes"], t["name"]) for t in m["targets"])
+v = max((v["code_bytes"] + v["data_bytes"], v["variant"]) for v in m["variants"] if v["target"] == t[1])
+print(t[1], t[0], v[1])')"
+rm -f "$work/budget/build/app"
+for try in 1 2; do  # the next build checks again: a failed check is not forgotten
+  if budget_build $((big_bytes - 1)); then fail "a library over its SIZE_BUDGET built: $out"; fi
+  [[ "$out" == *"kiln: error: nn: the kernels of target $big take $big_bytes bytes (code "* ]] ||
+    fail "the budget error does not name the target and its total: $out"
+  [[ "$out" == *"over the size budget of $((big_bytes - 1)) bytes"* ]] ||
+    fail "the budget error lacks the budget: $out"
+  [[ "$out" == *"its largest variants:"$'\n'"    $largest: "* ]] ||
+    fail "the budget error does not name $largest first: $out"
+  [[ ! -e "$work/budget/build/app" ]] || fail "the app linked a library over its SIZE_BUDGET"
+done
+echo "  $big: $big_bytes bytes; SIZE_BUDGET $((big_bytes - 1)) fails naming $largest first"
+budget_build "$big_bytes" || fail "a library exactly at its SIZE_BUDGET failed: $out"
+[[ -x "$work/budget/build/app" ]] || fail "the app was not linked once the library fit its budget"
+if cmake -S "$work/budget" -B "$work/budget/bad" -G Ninja -DBUDGET=10k -DCMAKE_PREFIX_PATH="$work/prefix" \
+  >"$work/budget.log" 2>&1; then
+  fail "SIZE_BUDGET 10k configured"
+fi
+grep -qF "SIZE_BUDGET takes a number of bytes (got '10k')" "$work/budget.log" || fail "$(cat "$work/budget.log")"
 
 echo "== two kiln gen runs write identical bytes"
 "$kiln" gen --name nn --out "$work/gen1" --target cpu,x86_64-avx2,x86_64-avx512 "$work/src/nn.kiln"

@@ -13,7 +13,7 @@ kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev 
                     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
                     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu qemu-user-static
                     clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32
-                    nodejs)
+                    nodejs gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm)
 case "${KILN_DEPS:-test}" in
   user) kiln_packages=("${kiln_user_packages[@]}") ;;
   test) kiln_packages=("${kiln_test_packages[@]}") ;;

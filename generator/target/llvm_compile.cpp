@@ -78,6 +78,11 @@ const llvm::Target& backend_for(const Target& t, const llvm::Triple& triple) {
 
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t) {
   llvm::Triple triple(t.triple);
+  // the table spells triples as LLVM normalizes them: a short form ("thumbv7em-none-eabihf") would
+  // read "none" as the vendor and lose the environment, and with it the hard-float ABI
+  if (llvm::Triple::normalize(t.triple) != t.triple)
+    throw InternalError("target " + t.name + ": triple " + t.triple + " is not in LLVM's normal form (" +
+                        llvm::Triple::normalize(t.triple) + ")");
   const llvm::Target& lt = backend_for(t, triple);
   llvm::TargetOptions opts;        // IEEE float math: no fast-math, no unsafe FP; FMA contraction is in the IR
   opts.MCOptions.ABIName = t.abi;  // the calling convention the target's C compiler uses (RISC-V: lp64d)

@@ -95,7 +95,7 @@ const std::vector<Target>& targets() {
     // compiler runtime's soft float)
     Target& m4 = t[6];
     m4.name = "cortex-m4", m4.symbol = "cortex_m4", m4.arch = "armv7em";
-    m4.triple = "thumbv7em-none-eabihf", m4.cpu = "cortex-m4", m4.features = "+vfp4d16sp,+thumb-mode";
+    m4.triple = "thumbv7em-none-unknown-eabihf", m4.cpu = "cortex-m4", m4.features = "+vfp4d16sp,+thumb-mode";
     m4.vector_bytes = 4, m4.vector_registers = 16, m4.fma_units = 1;
     m4.l1d_bytes = 16 << 10, m4.l2_bytes = 16 << 10;  // no caches to speak of: tile for the register file
     m4.threads = false, m4.freestanding = true;

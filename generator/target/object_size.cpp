@@ -3,6 +3,7 @@
 #include <llvm/Object/Archive.h>
 #include <llvm/Object/Binary.h>
 #include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/Wasm.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
@@ -143,7 +144,14 @@ void measure_binary(llvm::object::Binary& bin, const std::string& where, std::ma
   if (auto* o = llvm::dyn_cast<ELF32LEObjectFile>(&bin)) return measure_elf(o->getELFFile(), where, out);
   if (auto* o = llvm::dyn_cast<ELF64BEObjectFile>(&bin)) return measure_elf(o->getELFFile(), where, out);
   if (auto* o = llvm::dyn_cast<ELF32BEObjectFile>(&bin)) return measure_elf(o->getELFFile(), where, out);
-  throw ObjectError(where + ": not an ELF object or an archive of them");
+  // WebAssembly: a function's code is its body in the code section; its constants are
+  // immediates there (v128.const), so it reads no data
+  if (auto* o = llvm::dyn_cast<WasmObjectFile>(&bin)) {
+    for (const llvm::wasm::WasmFunction& f : o->functions())
+      if (!f.SymbolName.empty()) out.emplace(f.SymbolName.str(), FunctionSize{f.Size, {}});
+    return;
+  }
+  throw ObjectError(where + ": not an ELF or WebAssembly object, or an archive of them");
 }
 
 }  // namespace

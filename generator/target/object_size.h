@@ -1,7 +1,7 @@
-// What each function of an ELF object (or of an ar archive of them) costs in the binary: its code
-// bytes (the symbol's st_size) and the data it reads (the constants its code's relocations point
-// at). kiln gen measures the objects it makes; `kiln size` measures the objects a compiler made
-// from a C target's kernels, or the library archive a build linked.
+// What each function of an ELF or WebAssembly object (or of an ar archive of them) costs in the
+// binary: its code bytes (the symbol's st_size; a wasm function's body) and the data it reads (the constants its code's
+// relocations point at). kiln gen measures the objects it makes; `kiln size` measures the objects a compiler made from
+// a C target's kernels, or the library archive a build linked.
 //
 // The rule for data: a relocation inside a function's code that points into an allocated section
 // that is not code (constant pools, .rodata; not unwind tables) makes the function use one

@@ -16,6 +16,7 @@
 #include "generator/emit/size_report.h"
 #include "generator/target/llvm_compile.h"
 #include "generator/target/object_size.h"
+#include "generator/target/target.h"
 
 namespace kiln {
 namespace {
@@ -65,6 +66,19 @@ TEST(ObjectSize, CodeIsTheSymbolsSizeAndDataTheConstantsItsCodeReads) {
   std::map<std::string, uint64_t> both = f["uses_table"].data;
   both.insert(f["also_table"].data.begin(), f["also_table"].data.end());
   EXPECT_EQ(target::data_bytes(both), 20u);  // ...counted once in a total over both
+}
+
+// every object target's objects are measured: ELF for the CPUs, WebAssembly's own format
+TEST(ObjectSize, EveryObjectTargetsObjectsAreMeasured) {
+  const std::string plain = "define void @plain(ptr %out) {\n  store i32 7, ptr %out\n  ret void\n}\n";
+  for (const target::Target& t : target::targets()) {
+    if (t.output != target::Output::Object) continue;
+    std::string o = target::compile_module(t, plain, target::Artifact::Object);
+    std::map<std::string, FunctionSize> f = target::measure_functions(o, "p.o");
+    ASSERT_EQ(f.count("plain"), 1u) << t.name;
+    EXPECT_GT(f["plain"].code, 0u) << t.name;
+    EXPECT_LT(f["plain"].code, 64u) << t.name;  // a store and a return
+  }
 }
 
 TEST(ObjectSize, AnArchiveIsItsMembersAndBadInputAnErrorNamingIt) {

@@ -302,8 +302,12 @@ TEST(Vectorize, ThePipelineVectorizesAtItsTargetsWidth) {
     codegen::PipelineOptions o;
     o.target = &t;
     const UOp* sink = codegen::full_rewrite_to_sink(s.kernels[0].ast, o);
-    std::string want = to_string(f32.vec(t.vector_bytes / 4));
-    EXPECT_TRUE(vector_dtypes(sink).contains(want)) << t.name << "\n" << print_graph(sink);
+    if (t.vector_bytes / 4 >= 2) {
+      std::string want = to_string(f32.vec(t.vector_bytes / 4));
+      EXPECT_TRUE(vector_dtypes(sink).contains(want)) << t.name << "\n" << print_graph(sink);
+    } else {  // a register holds one float (Cortex-M4): no vectors at all
+      EXPECT_TRUE(vector_dtypes(sink).empty()) << t.name << "\n" << print_graph(sink);
+    }
     EXPECT_EQ(codegen::check_vector_widths(sink, t.vector_bytes), sink);
   }
   codegen::PipelineOptions avx512;

@@ -53,8 +53,7 @@ const std::vector<Target>& targets();
 // The target called `name`, or null.
 const Target* find(std::string_view name);
 
-// "aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512": the known names, for error
-// messages.
+// The known names, sorted and comma-separated ("aarch64-neon, armv7-neon, ..."), for error messages.
 std::string known_names();
 
 // The table as `kiln targets` prints it: for people (aligned columns), or JSON (one object per

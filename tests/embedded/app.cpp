@@ -81,7 +81,8 @@ void gemm(int m, int k, int n, kiln::Context* ctx, bool relu) {
     std::printf("  %s allocated %u times\n", relu ? "dense_relu" : "gemm", unsigned(kiln_mallocs - before));
     ++failures;
   }
-  check(relu ? "dense_relu" : "gemm", m, n, s, taken(relu ? em::dense_relu_explain(x, w, bv, y) : em::gemm_explain(x, w, y)));
+  check(relu ? "dense_relu" : "gemm", m, n, s,
+        taken(relu ? em::dense_relu_explain(x, w, bv, y) : em::gemm_explain(x, w, y)));
 }
 
 enum class Rows { Softmax, Layernorm, Softplus };
@@ -168,8 +169,9 @@ int main() {
     ++failures;
   }
   if (failures == 0)
-    std::printf("bad calls: statuses as expected (%u allocations for their messages)\nall results match the reference\n",
-                unsigned(kiln_mallocs - before_bad));
+    std::printf(
+        "bad calls: statuses as expected (%u allocations for their messages)\nall results match the reference\n",
+        unsigned(kiln_mallocs - before_bad));
   else
     std::printf("%d FAILURES\n", failures);
   return failures == 0 ? 0 : 1;

@@ -428,7 +428,7 @@ TEST(LlvmObject, IsTheSameBytesEveryTimeAndNamesNoPath) {
       if (path.size() > 1) {
         EXPECT_EQ(a.find(path), std::string::npos) << name << " names " << path;
       }
-    if (t.arch != "wasm32") {  // a wasm object has no file symbol
+    if (t.arch != "wasm32") {                              // a wasm object has no file symbol
       EXPECT_NE(a.find("nn"), std::string::npos) << name;  // the module's name is its file name
     }
     std::string as = target::compile_module(t, ir, target::Artifact::Assembly);

@@ -23,7 +23,8 @@ TEST(Targets, NamesAreUniqueAndSymbolsAreNamesWithUnderscores) {
   }
   EXPECT_EQ(find("x86_64_avx2"), nullptr);  // the symbol is not a name
   EXPECT_EQ(find(""), nullptr);
-  EXPECT_EQ(known_names(), "aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512");
+  EXPECT_EQ(known_names(),
+            "aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512");
 }
 
 // targets.cpp includes nothing of kiln's (a build system compiles it alone), so it spells the

@@ -247,7 +247,14 @@ def kiln_library(
     # and -O3 in every compilation mode (//bazel:kernels_unoptimized turns that off); an object
     # target's objects, made by kiln, linked as they are
     kernel_libs = []
-    for _, suffix, flags, arch in _TARGETS:
+
+    # the targets a plain list names (a select() or the default: every target of the table, as
+    # each library of a target the configuration does not pick has no files there, or none of the
+    # platform's architecture); a cc_library of an object target it leaves out would have no srcs
+    listed = None if targets == None or type(targets) == "select" else targets
+    for tname, suffix, flags, arch in _TARGETS:
+        if listed != None and tname not in listed:
+            continue
         symbol = _symbol(suffix)
         files = [":%s_kernels_%s" % (name, symbol)]
         arch_flags = _where_arch(arch, flags, [])

@@ -77,6 +77,7 @@ kernel_actions() {
 check "kiln: kiln_library's targets on x86_64" "cpu x86_64-avx2 x86_64-avx512 " "$(kernel_actions)"
 check "kiln: kiln_library's targets on aarch64" "aarch64-neon cpu " \
   "$(kernel_actions --platforms=//bazel:linux_aarch64)"
+check "kiln: kiln_library's targets on armv7" "armv7-neon cpu " "$(kernel_actions --platforms=//bazel:linux_armv7)"
 check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_actions --cpu=armeabi-v7a)"
 
 if [[ -n "$cmake_build" ]]; then

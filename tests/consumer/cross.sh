@@ -50,7 +50,10 @@ is_machine "$app" || fail "app is not a $machine program: $(file "$app")"
 symbol="${target//-/_}"
 members="$(ar t "$work/build/libnn.a" 2>/dev/null || llvm-ar-19 t "$work/build/libnn.a")"
 grep -qx "nn_nn_$symbol.o" <<<"$members" || fail "libnn.a does not archive kiln's $target objects: $members"
-for other in x86_64_avx2 x86_64_avx512 aarch64_neon armv7_neon riscv64_rvv wasm32_simd128; do
+# every other object target of kiln's table
+others="$("$work/prefix/bin/kiln" targets --json |
+  python3 -c 'import json, sys; print(" ".join(t["symbol"] for t in json.load(sys.stdin) if t["output"] == "object"))')"
+for other in $others; do
   [[ "$other" == "$symbol" ]] && continue
   grep -qx "nn_nn_$other.o" <<<"$members" && fail "libnn.a archives nn_nn_$other.o, another architecture's objects"
 done

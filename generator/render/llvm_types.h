@@ -1,4 +1,4 @@
-// The LLVM IR renderer's spelling of types and literals (render/llvm.cpp's, private to it).
+// The LLVM IR renderer's spelling of types and literals (render/llvm*.cpp's, private to them).
 #pragma once
 
 #include <cstdint>

@@ -13,24 +13,13 @@
 #   e.g. ... toolchains/aarch64-linux-gnu.cmake aarch64-neon AArch64
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "$1" && pwd)"
-work="$2"
+source "$here/../install_kiln.sh"
 toolchain="$(cd "$(dirname "$3")" && pwd)/$(basename "$3")"
 target="$4"
 machine="$5"
+kiln_install "$1" "$2" "$here"
 shift 5
 without=("$@")
-rm -rf "$work"
-mkdir -p "$work"
-work="$(cd "$work" && pwd)"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-echo "== install kiln (built for the host) into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-config="$(find "$work/prefix" -name kilnConfig.cmake -print -quit)"
-[[ -n "$config" ]] || fail "the installed kiln has no kilnConfig.cmake"
-cp -r "$here" "$work/src"
-rm -f "$work/src/run.sh" "$work/src/cross.sh"
 
 echo "== configure with $(basename "$toolchain") and -Dkiln_DIR, build"
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$toolchain" \

@@ -12,17 +12,8 @@
 # Usage: tests/consumer/run.sh <kiln build dir> <scratch dir>
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "$1" && pwd)"
-work="$2"
-rm -rf "$work"
-mkdir -p "$work"
-work="$(cd "$work" && pwd)"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-echo "== install kiln into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cp -r "$here" "$work/src"
-rm -f "$work/src/run.sh" "$work/src/cross.sh"
+source "$here/../install_kiln.sh"
+kiln_install "$1" "$2" "$here"
 
 echo "== configure and build the consumer against it"
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null

@@ -6,18 +6,8 @@
 # Usage: tests/embedded/run.sh <kiln build dir> <scratch dir>
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="$(cd "$1" && pwd)"
-work="$2"
-rm -rf "$work"
-mkdir -p "$work"
-work="$(cd "$work" && pwd)"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-echo "== install kiln (built for the host) into $work/prefix"
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-config="$(find "$work/prefix" -name kilnConfig.cmake -print -quit)"
-cp -r "$here" "$work/src"
-rm -f "$work/src/run.sh"
+source "$here/../install_kiln.sh"
+kiln_install "$1" "$2" "$here"
 
 echo "== configure with cortex-m4.cmake and -Dkiln_DIR, build"
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=MinSizeRel \

@@ -231,10 +231,14 @@ std::string render_llvm_module(const target::Target& t, std::string_view module_
                   "\"\ntarget triple = \"" + t.triple + "\"\n\n";
   s += m.text;
   for (const std::string& d : m.decls) s += d + "\n";
+  // SVE for fixed-width vectors: at least vector_bytes, at most SVE's 2048 bits (the code runs
+  // under a predicate of its own lanes, so on any longer vector too)
+  const bool sve = t.features.find("+sve") != std::string::npos;
+  const std::string vscale = sve ? "vscale_range(" + num(t.vector_bytes / 16) + ",16) " : "";
   s += std::string(m.decls.empty() ? "" : "\n") +
        // unwind tables for a hosted target's debuggers and profilers; a freestanding one has no
        // unwinder to reference (ARM's tables name __aeabi_unwind_cpp_pr0)
-       "attributes #0 = { nounwind " + (t.freestanding ? "" : "uwtable ") +
+       "attributes #0 = { nounwind " + (t.freestanding ? "" : "uwtable ") + vscale +
        "\"frame-pointer\"=\"none\" \"target-cpu\"=\"" + t.cpu + "\" \"target-features\"=\"" + t.features +
        "\" \"prefer-vector-width\"=\"" + num(8 * t.vector_bytes) + "\" \"min-legal-vector-width\"=\"0\" }\n";
   if (!m.metadata.empty()) s += "\n" + m.metadata;

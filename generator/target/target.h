@@ -53,7 +53,7 @@ const std::vector<Target>& targets();
 // The target called `name`, or null.
 const Target* find(std::string_view name);
 
-// The known names, sorted and comma-separated ("aarch64-neon, armv7-neon, ..."), for error messages.
+// The known names, sorted and comma-separated ("aarch64-neon, aarch64-sve256, armv7-neon, ..."), for error messages.
 std::string known_names();
 
 // The table as `kiln targets` prints it: for people (aligned columns), or JSON (one object per

@@ -5,13 +5,15 @@
 
 namespace kiln::target {
 
-// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512, KILN_CPU_ARM_NEON and KILN_CPU_RISCV_V (kiln/kernel_abi.h): this file
-// includes nothing of kiln's so that a build system can compile it alone; test_targets.cpp checks the values agree.
-constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2, kRiscvV = 1u << 3;
+// KILN_CPU_X86_AVX2, KILN_CPU_X86_AVX512, KILN_CPU_ARM_NEON, KILN_CPU_RISCV_V and KILN_CPU_ARM_SVE256
+// (kiln/kernel_abi.h): this file includes nothing of kiln's so that a build system can compile it alone;
+// test_targets.cpp checks the values agree.
+constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2, kRiscvV = 1u << 3,
+                   kArmSve256 = 1u << 4;
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(8);
+    std::vector<Target> t(9);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -35,9 +37,25 @@ const std::vector<Target>& targets() {
     avx2.runtime_bits = "KILN_CPU_X86_AVX2", avx2.runtime_mask = kX86Avx2;
     avx2.runtime_features = {"avx2", "fma"};
 
+    // AArch64 Linux with SVE whose vectors hold 256 bits or more (Neoverse V1, A64FX): kernels use
+    // 32-byte vectors, which LLVM writes as SVE instructions under a predicate of 8 lanes
+    // (vscale_range: at least 256 bits, render/llvm.cpp), so they run on any longer vector too.
+    // SVE of 128 bits (Neoverse N2, V2) gives such fixed-width code nothing over NEON: those take
+    // aarch64-neon. The runtime checks HWCAP_SVE and the thread's vector length (PR_SVE_GET_VL).
+    Target& sve = t[2];
+    sve.name = "aarch64-sve256", sve.symbol = "aarch64_sve256", sve.arch = "aarch64";
+    sve.triple = "aarch64-unknown-linux-gnu", sve.cpu = "generic", sve.features = "+neon,+fp-armv8,+sve";
+    sve.vector_bytes = 32, sve.vector_registers = 32, sve.fma_units = 2;
+    sve.l1d_bytes = 64 << 10, sve.l2_bytes = 1 << 20;
+    sve.output = Output::Object;
+    sve.c_flags = {"-march=armv8.2-a+sve"};
+    sve.arch_guard = "defined(__aarch64__)";
+    sve.runtime_bits = "KILN_CPU_ARM_SVE256", sve.runtime_mask = kArmSve256;
+    sve.runtime_features = {"sve", "vl>=256"};
+
     // AArch64 Linux: Advanced SIMD (NEON) is part of the architecture, so the runtime checks
     // nothing; 32 registers of 16 bytes, two FMA pipes on the Cortex-A7x and Neoverse cores
-    Target& a64 = t[2];
+    Target& a64 = t[3];
     a64.name = "aarch64-neon", a64.symbol = "aarch64_neon", a64.arch = "aarch64";
     a64.triple = "aarch64-unknown-linux-gnu", a64.cpu = "generic", a64.features = "+neon,+fp-armv8";
     a64.vector_bytes = 16, a64.vector_registers = 32, a64.fma_units = 2;
@@ -49,7 +67,7 @@ const std::vector<Target>& targets() {
 
     // 32-bit ARMv7-A Linux, hard float: NEON is optional there (HWCAP_NEON); 16 q registers, no
     // fused multiply-add before VFPv4
-    Target& a32 = t[3];
+    Target& a32 = t[4];
     a32.name = "armv7-neon", a32.symbol = "armv7_neon", a32.arch = "armv7";
     a32.triple = "armv7a-unknown-linux-gnueabihf", a32.cpu = "generic", a32.features = "+neon,+vfp3,+d32";
     a32.vector_bytes = 16, a32.vector_registers = 16, a32.fma_units = 1;
@@ -63,7 +81,7 @@ const std::vector<Target>& targets() {
     // RV64GCV Linux: the vector extension (RVV 1.0) is optional (the V bit of AT_HWCAP); kernels
     // use fixed 16-byte vectors, which every V implementation holds (VLEN >= 128); the lp64d ABI
     // of Debian's riscv64 (doubles in float registers)
-    Target& rv = t[4];
+    Target& rv = t[5];
     rv.name = "riscv64-rvv", rv.symbol = "riscv64_rvv", rv.arch = "riscv64";
     rv.triple = "riscv64-unknown-linux-gnu", rv.cpu = "generic-rv64", rv.features = "+64bit,+m,+a,+f,+d,+c,+v";
     rv.abi = "lp64d";
@@ -78,7 +96,7 @@ const std::vector<Target>& targets() {
     // WebAssembly (WASI or the browser) with 128-bit SIMD: an engine validates the whole module, so
     // nothing can be checked at run time (a module with SIMD needs an engine with it: Node 16+,
     // every current browser); no threads
-    Target& wasm = t[5];
+    Target& wasm = t[6];
     wasm.name = "wasm32-simd128", wasm.symbol = "wasm32_simd128", wasm.arch = "wasm32";
     wasm.triple = "wasm32-unknown-wasi", wasm.cpu = "generic", wasm.features = "+simd128";
     wasm.vector_bytes = 16, wasm.vector_registers = 16, wasm.fma_units = 1;
@@ -93,7 +111,7 @@ const std::vector<Target>& targets() {
     // vector unit for floats (4-byte "vectors": scalars), no threads, nothing to detect at run time,
     // and no math library: kernels call nothing but the FPU's square root (float64 math is the
     // compiler runtime's soft float)
-    Target& m4 = t[6];
+    Target& m4 = t[7];
     m4.name = "cortex-m4", m4.symbol = "cortex_m4", m4.arch = "armv7em";
     m4.triple = "thumbv7em-none-unknown-eabihf", m4.cpu = "cortex-m4", m4.features = "+vfp4d16sp,+thumb-mode";
     m4.vector_bytes = 4, m4.vector_registers = 16, m4.fma_units = 1;
@@ -107,7 +125,7 @@ const std::vector<Target>& targets() {
 
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[7];
+    Target& cpu = t[8];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";

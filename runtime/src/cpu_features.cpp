@@ -1,8 +1,11 @@
 // The CPU features generated kernels are compiled for, detected once at run time.
 #include "kiln/kiln.h"
 
-#if (defined(__arm__) || defined(__riscv)) && defined(__linux__)
+#if (defined(__arm__) || defined(__aarch64__) || defined(__riscv)) && defined(__linux__)
 #include <sys/auxv.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/prctl.h>
 #endif
 
 namespace kiln {
@@ -24,6 +27,17 @@ static uint32_t detect_cpu_features() {
   constexpr unsigned long kHwcapNeon = 1ul << 12;  // HWCAP_NEON (asm/hwcap.h)
   if (getauxval(AT_HWCAP) & kHwcapNeon) bits |= KILN_CPU_ARM_NEON;
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+  // SVE (HWCAP_SVE, asm/hwcap.h) with this thread's vector length at 256 bits or more: the
+  // aarch64-sve256 kernels use 8 lanes of float under a predicate. PR_SVE_GET_VL (51) is asked
+  // only once SVE is there (it fails otherwise); its low 16 bits are the length in bytes.
+  constexpr unsigned long kHwcapSve = 1ul << 22;
+  constexpr int kPrSveGetVl = 51, kPrSveVlLenMask = 0xffff;
+  if (getauxval(AT_HWCAP) & kHwcapSve) {
+    const int vl = prctl(kPrSveGetVl, 0, 0, 0, 0);
+    if (vl >= 0 && (vl & kPrSveVlLenMask) >= 32) bits |= KILN_CPU_ARM_SVE256;
+  }
+#endif
 #if defined(__riscv) && defined(__linux__)
   // AT_HWCAP has one bit per single-letter extension the kernel enabled, V's at 'V' - 'A'
   // (the kernel sets it only where it saves the vector state)
@@ -44,6 +58,7 @@ std::string cpu_features_string() {
   if (bits & KILN_CPU_X86_AVX512) s += s.empty() ? "avx512" : " avx512";
   if (bits & KILN_CPU_ARM_NEON) s += s.empty() ? "neon" : " neon";
   if (bits & KILN_CPU_RISCV_V) s += s.empty() ? "rvv" : " rvv";
+  if (bits & KILN_CPU_ARM_SVE256) s += s.empty() ? "sve256" : " sve256";
 #if defined(__aarch64__)
   s += s.empty() ? "asimd" : " asimd";  // part of AArch64: no bit, nothing to check
 #endif

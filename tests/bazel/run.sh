@@ -68,14 +68,14 @@ timed "no-op bazel test //... (kiln)" \
 check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
 
 # targets follow the target platform and the legacy --cpu: the x86_64 ones and cpu with the Unix
-# toolchain (this machine), aarch64-neon and cpu on an aarch64 platform, cpu alone for a legacy
-# ARM cross build (--cpu picks no platform)
+# toolchain (this machine), aarch64-sve256, aarch64-neon and cpu on an aarch64 platform, cpu alone
+# for a legacy ARM cross build (--cpu picks no platform)
 kernel_actions() {
   bazel aquery "${bz[@]}" "$@" 'mnemonic("KilnGenKernels", //kernels:kiln_kernels_files)' 2>/dev/null |
     sed -n "s/^action 'kiln gen kiln_kernels: kernels\/nn.kiln for \(.*\)'$/\1/p" | sort | tr '\n' ' '
 }
 check "kiln: kiln_library's targets on x86_64" "cpu x86_64-avx2 x86_64-avx512 " "$(kernel_actions)"
-check "kiln: kiln_library's targets on aarch64" "aarch64-neon cpu " \
+check "kiln: kiln_library's targets on aarch64" "aarch64-neon aarch64-sve256 cpu " \
   "$(kernel_actions --platforms=//bazel:linux_aarch64)"
 check "kiln: kiln_library's targets on armv7" "armv7-neon cpu " "$(kernel_actions --platforms=//bazel:linux_armv7)"
 check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_actions --cpu=armeabi-v7a)"
@@ -161,7 +161,7 @@ printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
 bad_out="$(bazel build "${bz[@]}" //bad_target:bad 2>&1 || true)"
 rm -rf bad_target
 check "consumer: an unknown target lists the known ones" "1" \
-  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
+  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
 
 # size_budget: a library within it builds; one too small fails the build, naming the target, its
 # total and its largest variants (kiln size --budget on the kernel libraries as compiled)

@@ -99,13 +99,13 @@ check "version is 0.1.0" "kiln 0.1.0" "$(cat "$tmp/out")"
 # the target table: for people, and as JSON with one object per target line
 "$kiln" targets >"$tmp/out" 2>"$tmp/err"
 check "targets exit code" 0 "$?"
-check "targets names" "aarch64-neon armv7-neon cortex-m4 cpu riscv64-rvv wasm32-simd128 x86_64-avx2 x86_64-avx512" "$(tail -n +2 "$tmp/out" | awk '{print $1}' | sort | xargs)"
+check "targets names" "aarch64-neon aarch64-sve256 armv7-neon cortex-m4 cpu riscv64-rvv wasm32-simd128 x86_64-avx2 x86_64-avx512" "$(tail -n +2 "$tmp/out" | awk '{print $1}' | sort | xargs)"
 "$kiln" targets --json >"$tmp/json" 2>"$tmp/err"
 check "targets --json exit code" 0 "$?"
 check "targets --json names" "$(tail -n +2 "$tmp/out" | awk '{print $1}' | xargs)" \
   "$(python3 -c 'import json,sys; print(" ".join(t["name"] for t in json.load(open(sys.argv[1]))))' "$tmp/json")"
 "$kiln" gen --name x --out "$tmp/gen-bad" --target avx9 "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
-check "unknown target lists the known" "1 kiln: error: unknown target 'avx9' (known: aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" \
+check "unknown target lists the known" "1 kiln: error: unknown target 'avx9' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" \
   "$? $(cat "$tmp/err")"
 
 # determinism: the same input gives the same bytes
@@ -249,6 +249,10 @@ check "codegen --emit-llvm 512-bit vectors" 2 "$(grep -c '"target-cpu"="skylake-
 check "codegen --emit-llvm deterministic" "$(cat "$tmp/k.ll")" "$("$kiln" codegen --target x86_64-avx512 --emit-llvm "${specs[@]}" 2>&1)"
 "$kiln" codegen --target x86_64-avx512 --asm "$here/specs/ok.kiln" --kernel gemm >"$tmp/k.s" 2>"$tmp/err"
 check "codegen --asm" "0 1 1" "$? $(grep -c '^gemm_0:$' "$tmp/k.s") $(grep -q zmm "$tmp/k.s" && echo 1)"
+# aarch64-sve256: kiln's 8-lane vectors as SVE under a predicate (fmla on z registers), not NEON pairs
+"$kiln" codegen --target aarch64-sve256 --asm "$here/specs/ok.kiln" --kernel gemm >"$tmp/k.s" 2>"$tmp/err"
+check "codegen --asm aarch64-sve256" "0 1 1" \
+  "$? $(grep -qE 'ptrue\s+p[0-9]+\.s, vl8' "$tmp/k.s" && echo 1) $(grep -qE 'fml[as]\s+z[0-9]+\.s' "$tmp/k.s" && echo 1)"
 "$kiln" codegen --target x86_64-avx2 "${specs[1]}" -o "$tmp/k.o" 2>"$tmp/err"
 check "codegen --target -o writes the object" "0 " "$? $(cat "$tmp/err")"
 ${CC:-cc} -shared "$tmp/k.o" -o "$tmp/k.so" -lm 2>"$tmp/err"
@@ -263,7 +267,7 @@ check "codegen object of two specs" "1 kiln: error: an object holds the kernels 
   "$? $(cat "$tmp/err")"
 check "codegen --target cpu is the C" "$(cat "$tmp/k.c")" "$("$kiln" codegen --target cpu "${specs[@]}" 2>&1)"
 "$kiln" codegen --target nope "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
-check "codegen unknown target" "1 kiln: error: unknown target 'nope' (expected one of aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" \
+check "codegen unknown target" "1 kiln: error: unknown target 'nope' (expected one of aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" \
   "$? $(cat "$tmp/err")"
 "$kiln" codegen --asm "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
 check "codegen --asm without a target" \
@@ -326,7 +330,7 @@ check "gen --emit library without parts" "1 $tmp/none/lib_one.manifest.json: err
 for t in "cpu," "" ",cpu" "cpu,,x86_64-avx2"; do
   "$kiln" gen --name lib --out "$tmp/empty" --target "$t" "$tmp/one.kiln" 2>"$tmp/err"
   check "gen --target '$t'" \
-    "1 kiln: error: --target '$t' has an empty item (expected aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" "$? $(cat "$tmp/err")"
+    "1 kiln: error: --target '$t' has an empty item (expected aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" "$? $(cat "$tmp/err")"
 done
 "$kiln" explain --kernel gemm --dim M=1,N=2, --target cpu "$tmp/one.kiln" 2>"$tmp/err"
 check "explain --dim with an empty item" "1 kiln: error: --dim 'M=1,N=2,' has an empty item (expected DIM=VALUE)" \

@@ -6,11 +6,12 @@
 # CMAKE_CROSSCOMPILING_EMULATOR): every kernel must match its reference, every bad call must be
 # refused (the app checks both and fails otherwise), and the variants of the target's object
 # target must be the ones taken.
-# With an emulator command for a CPU that lacks the target's feature (the rest of the arguments),
-# the app runs there too: the dispatch must take the portable variants, and they must match.
+# With the target that stands in where the feature is missing and an emulator command for a CPU
+# without it (the rest of the arguments), the app runs there too: the dispatch must take that
+# target's variants (the portable cpu ones, or aarch64-neon for aarch64-sve256), and they must match.
 # Usage: tests/consumer/cross.sh <kiln build dir> <scratch dir> <toolchain file> <target> <ELF machine>
-#        [<emulator for a CPU without the feature>...]
-#   e.g. ... toolchains/aarch64-linux-gnu.cmake aarch64-neon AArch64
+#        [<fallback target> <emulator for a CPU without the feature>...]
+#   e.g. ... toolchains/arm-linux-gnueabihf.cmake armv7-neon ARM cpu qemu-arm-static -cpu cortex-r5f -L ...
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../install_kiln.sh"
@@ -19,6 +20,8 @@ target="$4"
 machine="$5"
 kiln_install "$1" "$2" "$here"
 shift 5
+fallback="${1:-}"
+[[ $# -gt 0 ]] && shift
 without=("$@")
 
 echo "== configure with $(basename "$toolchain") and -Dkiln_DIR, build"
@@ -39,9 +42,12 @@ is_machine "$app" || fail "app is not a $machine program: $(file "$app")"
 symbol="${target//-/_}"
 members="$(ar t "$work/build/libnn.a" 2>/dev/null || llvm-ar-19 t "$work/build/libnn.a")"
 grep -qx "nn_nn_$symbol.o" <<<"$members" || fail "libnn.a does not archive kiln's $target objects: $members"
-# every other object target of kiln's table
-others="$("$work/prefix/bin/kiln" targets --json |
-  python3 -c 'import json, sys; print(" ".join(t["symbol"] for t in json.load(sys.stdin) if t["output"] == "object"))')"
+# every object target of kiln's table for another architecture
+others="$("$work/prefix/bin/kiln" targets --json | python3 -c '
+import json, sys
+table = json.load(sys.stdin)
+arch = next(t["arch"] for t in table if t["name"] == sys.argv[1])
+print(" ".join(t["symbol"] for t in table if t["output"] == "object" and t["arch"] != arch))' "$target")"
 for other in $others; do
   [[ "$other" == "$symbol" ]] && continue
   grep -qx "nn_nn_$other.o" <<<"$members" && fail "libnn.a archives nn_nn_$other.o, another architecture's objects"
@@ -55,10 +61,11 @@ grep -E "^[0-9]+: " "$work/run.log" | sed 's/^[0-9]*: //' | tee "$work/app.log" 
 grep -q "on $target" "$work/app.log" || fail "no call took a $target variant"
 echo "  $(grep -c "on $target" "$work/app.log") calls took $target variants"
 if [[ ${#without[@]} -gt 0 ]]; then
-  echo "== on a CPU without $target's feature (${without[*]}): the portable variants"
+  echo "== on a CPU without $target's feature (${without[*]}): the $fallback variants"
   "${without[@]}" "$work/build/app" >"$work/without.log" 2>&1 || { cat "$work/without.log"; fail "the app failed there"; }
   grep -q "on $target" "$work/without.log" && fail "a call took a $target variant on a CPU without its feature"
   grep -q "all results match the reference" "$work/without.log" || fail "the app did not check its results there"
-  echo "  $(grep -c " on cpu" "$work/without.log") calls took cpu variants; $(grep "^kiln consumer app" "$work/without.log")"
+  grep -q " on $fallback" "$work/without.log" || fail "no call took a $fallback variant there"
+  echo "  $(grep -c " on $fallback" "$work/without.log") calls took $fallback variants; $(grep "^kiln consumer app" "$work/without.log")"
 fi
 echo "cross consumer ($target): OK"

@@ -165,7 +165,8 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
     return r.errors;
   };
   EXPECT_EQ(error(opts("lib", {"gpu"}, {spec})),
-            "kiln: error: unknown target 'gpu' (known: aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, "
+            "kiln: error: unknown target 'gpu' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, "
+            "riscv64-rvv, "
             "wasm32-simd128, x86_64-avx2, x86_64-avx512)\n");
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");

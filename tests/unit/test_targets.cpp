@@ -24,7 +24,8 @@ TEST(Targets, NamesAreUniqueAndSymbolsAreNamesWithUnderscores) {
   EXPECT_EQ(find("x86_64_avx2"), nullptr);  // the symbol is not a name
   EXPECT_EQ(find(""), nullptr);
   EXPECT_EQ(known_names(),
-            "aarch64-neon, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512");
+            "aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, "
+            "x86_64-avx512");
 }
 
 // targets.cpp includes nothing of kiln's (a build system compiles it alone), so it spells the
@@ -35,6 +36,7 @@ TEST(Targets, RuntimeBitsAreTheRuntimes) {
   EXPECT_EQ(find("armv7-neon")->runtime_mask, uint32_t(KILN_CPU_ARM_NEON));
   EXPECT_EQ(find("aarch64-neon")->runtime_mask, 0u);  // AArch64 always has Advanced SIMD
   EXPECT_EQ(find("riscv64-rvv")->runtime_mask, uint32_t(KILN_CPU_RISCV_V));
+  EXPECT_EQ(find("aarch64-sve256")->runtime_mask, uint32_t(KILN_CPU_ARM_SVE256));
   EXPECT_EQ(find("cpu")->runtime_mask, 0u);
   EXPECT_EQ(find("x86_64-avx512")->runtime_bits, "KILN_CPU_X86_AVX512");
 }

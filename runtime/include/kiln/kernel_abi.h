@@ -46,6 +46,7 @@ enum kiln_status_code {
 #define KILN_CPU_X86_AVX512 (1u << 1) /* AVX512F, BW, DQ and VL */
 #define KILN_CPU_ARM_NEON (1u << 2)   /* 32-bit ARM: NEON (AArch64 always has it) */
 #define KILN_CPU_RISCV_V (1u << 3)    /* RISC-V: the vector extension (RVV 1.0) */
+#define KILN_CPU_ARM_SVE256 (1u << 4) /* AArch64: SVE with vectors of 256 bits or more */
 
 #define KILN_MAX_RANK 8
 

@@ -91,39 +91,37 @@ const char* status_code_name(StatusCode code) {
 // The message lives on the heap so that an ok Status is a code and a null pointer. Running out of
 // memory for a message must not turn an error into an exception: the code survives without it.
 // (Without exceptions an allocation failure ends the program, as everywhere in such a build.)
-static std::unique_ptr<std::string> copy_message(const std::string& s) noexcept {
+template <class... Args> static std::unique_ptr<std::string> new_message(Args&&... args) noexcept {
 #if KILN_EXCEPTIONS
   try {
-    return std::make_unique<std::string>(s);
+    return std::make_unique<std::string>(std::forward<Args>(args)...);
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
 #else
-  return std::make_unique<std::string>(s);
+  return std::make_unique<std::string>(std::forward<Args>(args)...);
 #endif
 }
 
 Status::Status(StatusCode code, std::string message) noexcept : code_(code) {
-  if (code == StatusCode::Ok || message.empty()) return;
-#if KILN_EXCEPTIONS
-  try {
-    message_ = std::make_unique<std::string>(std::move(message));
-  } catch (const std::bad_alloc&) {
-    message_ = nullptr;
-  }
-#else
-  message_ = std::make_unique<std::string>(std::move(message));
-#endif
+  if (code != StatusCode::Ok && !message.empty()) message_ = new_message(std::move(message));
+}
+
+Status::Status(StatusCode code, const char* message) noexcept
+    : Status(code, message ? std::string_view(message) : std::string_view()) {}
+
+Status::Status(StatusCode code, std::string_view message) noexcept : code_(code) {
+  if (code != StatusCode::Ok && !message.empty()) message_ = new_message(message);
 }
 
 Status::Status(const Status& other) noexcept : code_(other.code_) {
-  if (other.message_) message_ = copy_message(*other.message_);
+  if (other.message_) message_ = new_message(*other.message_);
 }
 
 Status& Status::operator=(const Status& other) noexcept {
   if (this == &other) return *this;
   code_ = other.code_;
-  message_ = other.message_ ? copy_message(*other.message_) : nullptr;
+  message_ = other.message_ ? new_message(*other.message_) : nullptr;
   return *this;
 }
 

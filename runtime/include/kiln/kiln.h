@@ -11,6 +11,7 @@
 #include <span>
 #endif
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "kiln/kernel_abi.h"
@@ -108,6 +109,8 @@ class Status {
   Status() noexcept = default;
   // An Ok code keeps no message. Should the message not fit in memory, the code is kept without it.
   Status(StatusCode code, std::string message) noexcept;
+  Status(StatusCode code, const char* message) noexcept;  // nullptr: no message
+  Status(StatusCode code, std::string_view message) noexcept;
   Status(const Status& other) noexcept;
   Status& operator=(const Status& other) noexcept;
   Status(Status&& other) noexcept : code_(other.code_), message_(std::move(other.message_)) {
@@ -226,6 +229,7 @@ class Context {
  private:
   struct Impl;
   friend void* detail::workspace(Context* ctx, size_t bytes, Status* status);
+  Impl& impl() noexcept;
 
   int threads_;
   std::unique_ptr<Impl> impl_;

@@ -209,11 +209,23 @@ struct Context::Impl {
 
 Context::Context() : Context(hardware_threads()) {}
 
+#if KILN_HEAP
 Context::Context(int threads) : threads_(clamp_threads(threads)), impl_(std::make_unique<Impl>()) {}
 
 Context::~Context() = default;
 
 inline Context::Impl& Context::impl() noexcept { return *impl_; }
+#else
+Context::Context(int threads) : threads_(clamp_threads(threads)) {
+  static_assert(sizeof(Impl) <= sizeof(impl_) && alignof(Impl) <= alignof(std::max_align_t),
+                "kiln: Context's in-place storage (kiln.h) is too small for its Impl");
+  new (impl_) Impl();
+}
+
+Context::~Context() { impl().~Impl(); }
+
+inline Context::Impl& Context::impl() noexcept { return *std::launder(reinterpret_cast<Impl*>(impl_)); }
+#endif
 
 void Context::set_threads(int n) {
   const int threads = clamp_threads(n);

@@ -1,6 +1,7 @@
 // The text of a failing call's Status, built in a fixed buffer on the stack: no std::string
-// temporaries, so that the error path allocates nothing but the Status's own copy of the text.
-// Text past the buffer is cut to end "...".
+// temporaries, so that the error path allocates nothing but the Status's own copy of the text (and
+// a no-heap build's, KILN_HEAP 0, nothing at all). Text past the buffer is cut to end "...", as a
+// no-heap Status cuts what it is given.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +15,30 @@ namespace kiln {
 inline namespace runtime_v1 {
 namespace detail {
 
+// Copies src into dst[0, cap) NUL-terminated, cut to end "..." when it does not fit (cap >= 4);
+// returns the length written.
+inline size_t copy_cut(char* dst, size_t cap, std::string_view src) noexcept {
+  if (src.size() < cap) {
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+    dst[src.size()] = '\0';
+    return src.size();
+  }
+  const size_t keep = cap - 4;
+  for (size_t i = 0; i < keep; ++i) dst[i] = src[i];
+  dst[keep] = dst[keep + 1] = dst[keep + 2] = '.';
+  dst[cap - 1] = '\0';
+  return cap - 1;
+}
+
 class Message {
  public:
-  // messages as long as their names make them: a cut needs names of hundreds of bytes
+  // A heap build's messages are as long as their names make them (a cut needs names of hundreds of
+  // bytes); a no-heap build's are cut where its Status cuts them.
+#if KILN_HEAP
   static constexpr size_t kBytes = 1024;
+#else
+  static constexpr size_t kBytes = Status::kMessageBytes;
+#endif
 
   Message& operator<<(const char* s) noexcept { return *this << std::string_view(s ? s : "(null)"); }
   Message& operator<<(std::string_view s) noexcept {

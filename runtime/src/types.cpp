@@ -5,6 +5,7 @@
 #include <new>
 
 #include "config.h"
+#include "message.h"
 
 namespace kiln {
 inline namespace runtime_v1 {
@@ -88,6 +89,7 @@ const char* status_code_name(StatusCode code) {
 
 // ---------------------------------------------------------------- Status
 
+#if KILN_HEAP
 // The message lives on the heap so that an ok Status is a code and a null pointer. Running out of
 // memory for a message must not turn an error into an exception: the code survives without it.
 // (Without exceptions an allocation failure ends the program, as everywhere in such a build.)
@@ -137,6 +139,41 @@ const std::string& Status::message() const noexcept {
   static const std::string empty;
   return message_ ? *message_ : empty;
 }
+#else
+// The message is copied in, cut to fit: nothing here allocates.
+Status::Status(StatusCode code, const char* message) noexcept
+    : Status(code, message ? std::string_view(message) : std::string_view()) {}
+
+Status::Status(StatusCode code, std::string_view message) noexcept : code_(code) {
+  set_message(code == StatusCode::Ok ? std::string_view() : message);
+}
+
+void Status::set_message(std::string_view message) noexcept {
+  size_ = static_cast<uint16_t>(detail::copy_cut(message_, kMessageBytes, message));
+}
+
+Status::Status(const Status& other) noexcept : code_(other.code_) { set_message(other.message()); }
+
+Status& Status::operator=(const Status& other) noexcept {
+  if (this == &other) return *this;
+  code_ = other.code_;
+  set_message(other.message());
+  return *this;
+}
+
+Status::Status(Status&& other) noexcept : Status(static_cast<const Status&>(other)) {
+  other.code_ = StatusCode::Ok;
+  other.set_message(std::string_view());
+}
+
+Status& Status::operator=(Status&& other) noexcept {
+  if (this == &other) return *this;
+  *this = static_cast<const Status&>(other);
+  other.code_ = StatusCode::Ok;
+  other.set_message(std::string_view());
+  return *this;
+}
+#endif
 
 }  // namespace runtime_v1
 }  // namespace kiln

@@ -20,9 +20,10 @@
 // private config.h decides KILN_THREADS. 0 on Cortex-M (M-profile ARM) and under -DKILN_NO_HEAP
 // anywhere: a Status keeps its message in a fixed buffer inside it (cut, ending "...", past
 // Status::kMessageBytes - 1 bytes) and message() is a StatusMessage; a Context keeps its state
-// inside it; the runtime has no threads (a pool's threads need the heap). Then nothing in the
-// runtime allocates but a Context's own workspace (give it one: set_workspace) and the C API's
-// kiln_context_create. 1 elsewhere: message() is a std::string and a failing call's message is on
+// inside it; the runtime has no threads (a pool's threads need the heap). Then nothing allocates,
+// ok calls and failing ones alike, but a Context's own workspace (give it one: set_workspace), the
+// C API's kiln_context_create and what returns a std::string (cpu_features_string,
+// <kernel>_explain). 1 elsewhere: message() is a std::string and a failing call's message is on
 // the heap (the ok path allocates nothing either way). The layouts of Status and Context differ
 // between the two, under the same names: every file of a program, the runtime's included, must
 // be compiled the same way (with the installed package: -DKILN_NO_HEAP with

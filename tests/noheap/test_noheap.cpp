@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -85,6 +86,9 @@ TEST(NoHeapStatus, OkAndEveryCode) {
     EXPECT_STREQ(s.message().c_str(), "what");
     EXPECT_EQ(s.message().data(), s.message().c_str());
     EXPECT_EQ(std::string(s.message()), "what");
+    std::ostringstream os;
+    os << s.message() << '.';
+    EXPECT_EQ(os.str(), "what.");
   }
   EXPECT_EQ(Status(StatusCode::Internal, std::string_view("abc", 2)).message(), "ab");
   EXPECT_STREQ(Status(StatusCode::Internal, std::string_view("abc", 2)).message().c_str(), "ab");

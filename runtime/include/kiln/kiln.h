@@ -161,6 +161,11 @@ class StatusMessage {
   constexpr operator std::string_view() const noexcept { return {data_, size_}; }
   friend bool operator==(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) == b; }
   friend bool operator!=(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) != b; }
+  // os << message, for any stream that takes a std::string_view (without <ostream> here)
+  template <class Stream>
+  friend auto operator<<(Stream& os, const StatusMessage& m) -> decltype(os << std::string_view(m)) {
+    return os << std::string_view(m);
+  }
 
  private:
   const char* data_;

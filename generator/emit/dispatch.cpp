@@ -219,7 +219,7 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   // explain
   s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ") {\n" + init;
   s += "  kiln::Status st = ::bind_" + k.name + "(" + names +
-       "d);\n  if (!st.ok()) return \"error: \" + st.message();\n";
+       "d);\n  if (!st.ok()) return \"error: \" + std::string(st.message());\n";
   s += "  return ::kiln::detail::explain(\"" + k.name + "\", ::kVariants_" + k.name + ", ::kVariantCount_" + k.name +
        ", d, ::kDimNames_" + k.name + ");\n}\n";
   return s;

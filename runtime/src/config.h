@@ -1,12 +1,18 @@
 // What the platform the runtime is compiled for gives it, decided once from the compiler:
-//   KILN_THREADS     std::thread and its synchronization (0 on WebAssembly without threads and on
-//                    Cortex-M; -DKILN_NO_THREADS asks for 0 anywhere): without them a Context
-//                    runs every call on the calling thread, whatever its thread count;
+//   KILN_HEAP        the heap (decided in kiln/kiln.h, since the layouts of Status and Context
+//                    depend on it: 0 on Cortex-M; -DKILN_NO_HEAP asks for 0 anywhere): without it
+//                    a Status's message and a Context's state live inside them, and there are no
+//                    threads;
+//   KILN_THREADS     std::thread and its synchronization (0 on WebAssembly without threads, on
+//                    Cortex-M and without the heap; -DKILN_NO_THREADS asks for 0 anywhere): without
+//                    them a Context runs every call on the calling thread, whatever its thread count;
 //   KILN_EXCEPTIONS  C++ exceptions (0 under -fno-exceptions): without them the paths that catch
 //                    an allocation failure are plain calls.
 #pragma once
 
-#if defined(KILN_NO_THREADS) || (defined(__wasi__) && !defined(_REENTRANT)) || \
+#include "kiln/kiln.h"  // KILN_HEAP
+
+#if defined(KILN_NO_THREADS) || !KILN_HEAP || (defined(__wasi__) && !defined(_REENTRANT)) || \
     (defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M')
 #define KILN_THREADS 0
 #else

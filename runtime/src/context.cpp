@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <new>
-#include <string>
 
 #include "config.h"
+#include "message.h"
 #if KILN_THREADS
 #include <condition_variable>
 #include <mutex>
@@ -209,37 +209,51 @@ struct Context::Impl {
 
 Context::Context() : Context(hardware_threads()) {}
 
+#if KILN_HEAP
 Context::Context(int threads) : threads_(clamp_threads(threads)), impl_(std::make_unique<Impl>()) {}
 
 Context::~Context() = default;
+
+inline Context::Impl& Context::impl() noexcept { return *impl_; }
+#else
+Context::Context(int threads) : threads_(clamp_threads(threads)) {
+  static_assert(sizeof(Impl) <= sizeof(impl_) && alignof(Impl) <= alignof(std::max_align_t),
+                "kiln: Context's in-place storage (kiln.h) is too small for its Impl");
+  new (impl_) Impl();
+}
+
+Context::~Context() { impl().~Impl(); }
+
+inline Context::Impl& Context::impl() noexcept { return *std::launder(reinterpret_cast<Impl*>(impl_)); }
+#endif
 
 void Context::set_threads(int n) {
   const int threads = clamp_threads(n);
   if (threads == threads_) return;
   threads_ = threads;
-  impl_->pool.stop();  // restarted with the new size on next use
+  impl().pool.stop();  // restarted with the new size on next use
 }
 
 void Context::set_parallel_for(ParallelFor fn, void* user) {
-  impl_->hook = fn;
-  impl_->hook_user = fn ? user : nullptr;
+  impl().hook = fn;
+  impl().hook_user = fn ? user : nullptr;
 }
 
 void Context::set_workspace(void* ptr, size_t bytes) {
-  impl_->given_workspace = ptr;
-  impl_->given_workspace_bytes = ptr ? bytes : 0;
-  if (ptr) impl_->own_workspace.release();
+  impl().given_workspace = ptr;
+  impl().given_workspace_bytes = ptr ? bytes : 0;
+  if (ptr) impl().own_workspace.release();
 }
 
 void Context::parallel_for(int32_t n, Task task, void* arg) {
   if (n <= 0) return;
   if (n == 1) return task(arg, 0);
-  if (impl_->hook) return impl_->hook(impl_->hook_user, n, task, arg);
+  if (impl().hook) return impl().hook(impl().hook_user, n, task, arg);
   if (threads_ == 1) return run_serial(n, task, arg);
   // A nested call (from a task) or a concurrent one runs on its own thread rather than wait.
-  if (impl_->pool_busy.exchange(true, std::memory_order_acquire)) return run_serial(n, task, arg);
-  impl_->pool.run(threads_ - 1, n, task, arg);
-  impl_->pool_busy.store(false, std::memory_order_release);
+  if (impl().pool_busy.exchange(true, std::memory_order_acquire)) return run_serial(n, task, arg);
+  impl().pool.run(threads_ - 1, n, task, arg);
+  impl().pool_busy.store(false, std::memory_order_release);
 }
 
 namespace detail {
@@ -267,11 +281,11 @@ Status run(Context* ctx, kiln_kernel_fn fn, void* const* bufs, const int64_t* va
 }
 
 void* workspace(Context* ctx, size_t bytes, Status* status) {
-  const auto fail = [status](std::string message) -> void* {
-    if (status) *status = Status(StatusCode::ResourceExhausted, std::move(message));
+  const auto fail = [status](const Message& message) -> void* {
+    if (status) *status = message.status(StatusCode::ResourceExhausted);
     return nullptr;
   };
-  const auto cannot_allocate = [&] { return fail("workspace: cannot allocate " + std::to_string(bytes) + " bytes"); };
+  const auto cannot_allocate = [&] { return fail(Message() << "workspace: cannot allocate " << bytes << " bytes"); };
   if (status && !status->ok()) *status = Status();
   if (bytes == 0) return nullptr;
   if (ctx == nullptr) {
@@ -283,11 +297,11 @@ void* workspace(Context* ctx, size_t bytes, Status* status) {
     void* p = block.get(bytes);
     return p ? p : cannot_allocate();
   }
-  Context::Impl& impl = *ctx->impl_;
+  Context::Impl& impl = ctx->impl();
   if (impl.given_workspace != nullptr) {
     if (bytes <= impl.given_workspace_bytes) return impl.given_workspace;
-    return fail("workspace: the call needs " + std::to_string(bytes) + " bytes, the context's workspace has " +
-                std::to_string(impl.given_workspace_bytes));
+    return fail(Message() << "workspace: the call needs " << bytes << " bytes, the context's workspace has "
+                          << impl.given_workspace_bytes);
   }
   void* p = impl.own_workspace.get(bytes);
   return p ? p : cannot_allocate();

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "config.h"
+#include "message.h"
 
 namespace kiln {
 inline namespace runtime_v1 {
@@ -88,42 +89,41 @@ const char* status_code_name(StatusCode code) {
 
 // ---------------------------------------------------------------- Status
 
+#if KILN_HEAP
 // The message lives on the heap so that an ok Status is a code and a null pointer. Running out of
 // memory for a message must not turn an error into an exception: the code survives without it.
 // (Without exceptions an allocation failure ends the program, as everywhere in such a build.)
-static std::unique_ptr<std::string> copy_message(const std::string& s) noexcept {
+template <class... Args> static std::unique_ptr<std::string> new_message(Args&&... args) noexcept {
 #if KILN_EXCEPTIONS
   try {
-    return std::make_unique<std::string>(s);
+    return std::make_unique<std::string>(std::forward<Args>(args)...);
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
 #else
-  return std::make_unique<std::string>(s);
+  return std::make_unique<std::string>(std::forward<Args>(args)...);
 #endif
 }
 
 Status::Status(StatusCode code, std::string message) noexcept : code_(code) {
-  if (code == StatusCode::Ok || message.empty()) return;
-#if KILN_EXCEPTIONS
-  try {
-    message_ = std::make_unique<std::string>(std::move(message));
-  } catch (const std::bad_alloc&) {
-    message_ = nullptr;
-  }
-#else
-  message_ = std::make_unique<std::string>(std::move(message));
-#endif
+  if (code != StatusCode::Ok && !message.empty()) message_ = new_message(std::move(message));
+}
+
+Status::Status(StatusCode code, const char* message) noexcept
+    : Status(code, message ? std::string_view(message) : std::string_view()) {}
+
+Status::Status(StatusCode code, std::string_view message) noexcept : code_(code) {
+  if (code != StatusCode::Ok && !message.empty()) message_ = new_message(message);
 }
 
 Status::Status(const Status& other) noexcept : code_(other.code_) {
-  if (other.message_) message_ = copy_message(*other.message_);
+  if (other.message_) message_ = new_message(*other.message_);
 }
 
 Status& Status::operator=(const Status& other) noexcept {
   if (this == &other) return *this;
   code_ = other.code_;
-  message_ = other.message_ ? copy_message(*other.message_) : nullptr;
+  message_ = other.message_ ? new_message(*other.message_) : nullptr;
   return *this;
 }
 
@@ -139,6 +139,41 @@ const std::string& Status::message() const noexcept {
   static const std::string empty;
   return message_ ? *message_ : empty;
 }
+#else
+// The message is copied in, cut to fit: nothing here allocates.
+Status::Status(StatusCode code, const char* message) noexcept
+    : Status(code, message ? std::string_view(message) : std::string_view()) {}
+
+Status::Status(StatusCode code, std::string_view message) noexcept : code_(code) {
+  set_message(code == StatusCode::Ok ? std::string_view() : message);
+}
+
+void Status::set_message(std::string_view message) noexcept {
+  size_ = static_cast<uint16_t>(detail::copy_cut(message_, kMessageBytes, message));
+}
+
+Status::Status(const Status& other) noexcept : code_(other.code_) { set_message(other.message()); }
+
+Status& Status::operator=(const Status& other) noexcept {
+  if (this == &other) return *this;
+  code_ = other.code_;
+  set_message(other.message());
+  return *this;
+}
+
+Status::Status(Status&& other) noexcept : Status(static_cast<const Status&>(other)) {
+  other.code_ = StatusCode::Ok;
+  other.set_message(std::string_view());
+}
+
+Status& Status::operator=(Status&& other) noexcept {
+  if (this == &other) return *this;
+  *this = static_cast<const Status&>(other);
+  other.code_ = StatusCode::Ok;
+  other.set_message(std::string_view());
+  return *this;
+}
+#endif
 
 }  // namespace runtime_v1
 }  // namespace kiln

@@ -2,7 +2,8 @@
 # Builds the Cortex-M4 firmware (tests/embedded) as a firmware team would: the build host's
 # installed kiln (-Dkiln_DIR), the toolchain file cortex-m4.cmake (arm-none-eabi GCC, newlib), and
 # runs it on qemu-system-arm's mps2-an386 board with semihosting, through ctest: every kernel must
-# match its reference with no allocation during the calls, bad calls must come back as statuses.
+# match its reference, bad calls must come back as statuses with their messages, and nothing may
+# allocate: not a Context made, not an ok call, not a bad call.
 # Usage: tests/embedded/run.sh <kiln build dir> <scratch dir>
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,5 +35,7 @@ ctest --test-dir "$work/build" --output-on-failure -V >"$work/run.log" 2>&1 || {
 grep -E "^[0-9]+: " "$work/run.log" | sed 's/^[0-9]*: //' | grep -v "^Test command\|^Working Directory\|^Test timeout" |
   tee "$work/firmware.log"
 grep -q "all results match the reference" "$work/firmware.log" || fail "the firmware did not check its results"
+grep -q "malloc count: sees malloc yes, operator new yes" "$work/firmware.log" || fail "the malloc count saw nothing"
+grep -q "^no allocation in [1-9][0-9]* stretches" "$work/firmware.log" || fail "the firmware allocated"
 grep -q "on cortex-m4" "$work/firmware.log" || fail "no call took a cortex-m4 variant"
 echo "embedded (cortex-m4): OK"

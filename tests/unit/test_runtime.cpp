@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -305,6 +307,39 @@ TEST(RuntimeChecks, BindDim) {
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_EQ(s.message(), "matmul: argument b: dim 0 (K) is 63, but argument a dim 1 set K = 64");
   EXPECT_EQ(n, 64);
+}
+
+// The rest of bind_dim's messages, null names, the int64 extremes and a long message: the text is
+// built in a fixed buffer, and a heap build's must come out whole however long.
+TEST(RuntimeChecks, MessageEdges) {
+  int64_t n = 8;
+  Status s = detail::bind_dim("k", "x", 2, "N", 9, 1, 64, &n, nullptr, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "k: argument x: dim 2 (N) is 9, but N = 8");  // bound by no argument on record
+  const char* none = nullptr;
+  int32_t axis = 0;
+  EXPECT_EQ(detail::bind_dim("k", "x", 2, "N", 9, 1, 64, &n, &none, &axis).message(),
+            "k: argument x: dim 2 (N) is 9, but N = 8");
+  s = detail::bind_dim("k", "x", 0, "N", 9, 1, 64, nullptr, nullptr, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::Internal);
+  EXPECT_EQ(s.message(), "k: argument x: bind_dim without a value to bind");
+  EXPECT_EQ(detail::check_extent(nullptr, nullptr, 0, 1, 2).message(),
+            "(null): argument (null): dim 0 is 1, expected 2");
+  EXPECT_EQ(detail::check_extent("k", "x", 7, INT64_MIN, INT64_MAX).message(),
+            "k: argument x: dim 7 is -9223372036854775808, expected 9223372036854775807");
+  n = -1;
+  EXPECT_EQ(detail::bind_dim("k", "x", 0, nullptr, -1, 0, INT64_MAX, &n, nullptr, nullptr).message(),
+            "k: argument x: dim 0 ((null)) is -1, outside the declared range 0..9223372036854775807");
+  const std::string name(600, 'k');
+  EXPECT_EQ(detail::workspace_overflow(name.c_str()).message(),
+            name + ": workspace: the bytes these dims need are too many to count in an int64_t or a size_t");
+}
+
+TEST(RuntimeStatus, FromCStringAndView) {
+  EXPECT_EQ(Status(StatusCode::Internal, static_cast<const char*>(nullptr)).message(), "");
+  EXPECT_EQ(Status(StatusCode::Internal, std::string_view("abc", 2)).message(), "ab");
+  EXPECT_EQ(Status(StatusCode::Ok, std::string_view("ignored")).message(), "");
+  EXPECT_EQ(Status(StatusCode::Internal, std::string("owned")).message(), "owned");
 }
 
 // The bytes a view occupies, for the generated dispatch's overlap checks: itemsize times the

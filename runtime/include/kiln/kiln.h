@@ -11,9 +11,28 @@
 #include <span>
 #endif
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "kiln/kernel_abi.h"
+
+// KILN_HEAP: whether the runtime may use the heap, decided from the compiler as the runtime's
+// private config.h decides KILN_THREADS. 0 on Cortex-M (M-profile ARM) and under -DKILN_NO_HEAP
+// anywhere: a Status keeps its message in a fixed buffer inside it (cut, ending "...", past
+// Status::kMessageBytes - 1 bytes) and message() is a StatusMessage; a Context keeps its state
+// inside it; the runtime has no threads (a pool's threads need the heap). Then nothing allocates,
+// ok calls and failing ones alike, but a Context's own workspace (give it one: set_workspace), the
+// C API's kiln_context_create and what returns a std::string (cpu_features_string,
+// <kernel>_explain). 1 elsewhere: message() is a std::string and a failing call's message is on
+// the heap (the ok path allocates nothing either way). The layouts of Status and Context differ
+// between the two, under the same names: every file of a program, the runtime's included, must
+// be compiled the same way (with the installed package: -DKILN_NO_HEAP with
+// KILN_RUNTIME_FROM_SOURCE, as cross builds have it anyway).
+#if defined(KILN_NO_HEAP) || (defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M')
+#define KILN_HEAP 0
+#else
+#define KILN_HEAP 1
+#endif
 
 struct kiln_context;  // kiln_c.h
 
@@ -102,12 +121,15 @@ enum class StatusCode : int32_t {
 // "OK", "INVALID_ARGUMENT", ...; "UNKNOWN" for a value outside the enum.
 const char* status_code_name(StatusCode code);
 
+#if KILN_HEAP
 // Ok, or a code and a message. The ok path neither allocates nor frees.
 class Status {
  public:
   Status() noexcept = default;
   // An Ok code keeps no message. Should the message not fit in memory, the code is kept without it.
   Status(StatusCode code, std::string message) noexcept;
+  Status(StatusCode code, const char* message) noexcept;  // nullptr: no message
+  Status(StatusCode code, std::string_view message) noexcept;
   Status(const Status& other) noexcept;
   Status& operator=(const Status& other) noexcept;
   Status(Status&& other) noexcept : code_(other.code_), message_(std::move(other.message_)) {
@@ -126,6 +148,62 @@ class Status {
   StatusCode code_ = StatusCode::Ok;
   std::unique_ptr<std::string> message_;
 };
+#else
+// A Status's message in a no-heap build (KILN_HEAP 0): the text inside the Status, NUL-terminated,
+// valid while the Status lives and is not assigned to.
+class StatusMessage {
+ public:
+  constexpr StatusMessage(const char* data, size_t size) noexcept : data_(data), size_(size) {}
+  constexpr const char* c_str() const noexcept { return data_; }
+  constexpr const char* data() const noexcept { return data_; }
+  constexpr size_t size() const noexcept { return size_; }
+  constexpr bool empty() const noexcept { return size_ == 0; }
+  constexpr operator std::string_view() const noexcept { return {data_, size_}; }
+  friend bool operator==(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) == b; }
+  friend bool operator!=(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) != b; }
+  // os << message, for any stream that takes a std::string_view (without <ostream> here)
+  template <class Stream>
+  friend auto operator<<(Stream& os, const StatusMessage& m) -> decltype(os << std::string_view(m)) {
+    return os << std::string_view(m);
+  }
+
+ private:
+  const char* data_;
+  size_t size_;
+};
+
+// Ok, or a code and a message, never on the heap: the message is copied into the Status, and one
+// longer than kMessageBytes - 1 bytes is cut to end "...". (A std::string converts to the
+// std::string_view constructor.)
+class Status {
+ public:
+  static constexpr size_t kMessageBytes = 160;  // the terminating NUL included
+
+  Status() noexcept { message_[0] = '\0'; }  // the rest of the buffer stays unwritten
+  // An Ok code keeps no message.
+  Status(StatusCode code, const char* message) noexcept;  // nullptr: no message
+  Status(StatusCode code, std::string_view message) noexcept;
+  Status(const Status& other) noexcept;
+  Status& operator=(const Status& other) noexcept;
+  Status(Status&& other) noexcept;             // the source is left ok
+  Status& operator=(Status&& other) noexcept;  // the source is left ok
+  ~Status() = default;
+
+  static Status Ok() noexcept { return Status(); }
+
+  bool ok() const noexcept { return code_ == StatusCode::Ok; }
+  StatusCode code() const noexcept { return code_; }
+  StatusMessage message() const noexcept { return StatusMessage(message_, size_); }  // empty for ok
+
+ private:
+  void set_message(std::string_view message) noexcept;
+
+  StatusCode code_ = StatusCode::Ok;
+  uint16_t size_ = 0;
+  char message_[kMessageBytes];
+};
+static_assert(Status::kMessageBytes >= 4 && Status::kMessageBytes <= UINT16_MAX, "a message's size is a uint16_t");
+#endif
 
 // ---------------------------------------------------------------- tensors
 
@@ -226,9 +304,16 @@ class Context {
  private:
   struct Impl;
   friend void* detail::workspace(Context* ctx, size_t bytes, Status* status);
+  Impl& impl() noexcept;
 
   int threads_;
+#if KILN_HEAP
   std::unique_ptr<Impl> impl_;
+#else
+  // Impl in place: constructing a Context allocates nothing. (The layout differs from a heap
+  // build's under the same runtime_v1 names; such builds compile the runtime from source.)
+  alignas(std::max_align_t) unsigned char impl_[12 * sizeof(void*)];
+#endif
 };
 
 // The Context inside a kiln_c.h handle (nullptr for nullptr).

@@ -8,7 +8,9 @@ The host-built `kiln` (exec configuration) runs as separate actions with declare
 remote caching and remote execution work and a changed spec re-runs only its own actions:
   - per spec: `kiln gen --emit spec`, its header, dispatch source and part manifest;
   - per spec and target: `kiln gen --emit kernels`, its kernel file;
-  - per library: `kiln gen --emit library`, <name>.h and <name>.manifest.json from the parts.
+  - per library: `kiln gen --emit library`, <name>.h and <name>.manifest.json from the parts'
+    manifests and the object kernel files (the library's manifest has the sizes, measured in the
+    objects; a spec's has none, so the per-spec action compiles nothing).
 The files are byte for byte those kiln_add_library() (CMake) writes for the same specs and targets.
 
 `targets` defaults to what the target platform runs: the targets of its architecture
@@ -81,7 +83,7 @@ def _kiln_gen_impl(ctx):
     targets = [t for t in _TARGETS if t[0] in ctx.attr.targets]
     target_list = "--target=" + ",".join([t[0] for t in targets])
 
-    hdrs, dispatch, manifests = [], [], []
+    hdrs, dispatch, manifests, objects = [], [], [], []
     kernels = {_symbol(t[1]): [] for t in _TARGETS}
     parts = {}
     for spec in ctx.files.specs:
@@ -116,15 +118,25 @@ def _kiln_gen_impl(ctx):
                 progress_message = "kiln gen %s: %s for %s" % (lib, spec.short_path, name),
             )
             kernels[symbol].append(c)
+            if suffix.endswith(".o"):
+                objects.append(c)
 
-    # the library's files need the parts' manifests, not the specs (which are only named)
+    # the library's files need the parts' manifests and the objects (its manifest's sizes are measured
+    # there), not the specs (which are only named)
     umbrella = ctx.actions.declare_file(lib + "/" + lib + ".h")
     manifest = ctx.actions.declare_file(lib + "/" + lib + ".manifest.json")
     ctx.actions.run(
         executable = ctx.executable._kiln,
-        arguments = ["gen", "--emit=library", "--name=" + lib, "--out=" + umbrella.dirname, target_list] +
-                    [s.path for s in ctx.files.specs],
-        inputs = manifests,
+        # every file is in <lib>/ (_declare): the parts' manifests and the objects too
+        arguments = [
+            "gen",
+            "--emit=library",
+            "--name=" + lib,
+            "--out=" + umbrella.dirname,
+            "--kernels-dir=" + umbrella.dirname,
+            target_list,
+        ] + [s.path for s in ctx.files.specs],
+        inputs = manifests + objects,
         outputs = [umbrella, manifest],
         mnemonic = "KilnGenLibrary",
         progress_message = "kiln gen %s: %s.h" % (lib, lib),

@@ -112,8 +112,8 @@ class Generator {
                            bool* ok);
 
  private:
-  // Emit::Library: L.h and L.manifest.json from the part manifests another run wrote
-  GenResult link(GenResult r) const;
+  // Emit::Library: L.h and L.manifest.json from the part manifests and objects other runs wrote
+  GenResult link(GenResult r);
 
   // build.cpp
   bool check_options(std::string& err);
@@ -155,20 +155,25 @@ class Generator {
   std::string kernel_file(size_t fi, size_t ti) const;
 
   // manifest.cpp
-  // the measured functions of spec fi's kernel file for target ti; null for a C target
-  const std::map<std::string, target::FunctionSize>* sizes(size_t fi, size_t ti) const;
-  // L_<part>.manifest.json: one spec's files and kernels
+  // the functions of spec fi's object for target ti, measured: in this run's object, or (Emit::Library)
+  // in the file in kernels_dir; null with the error when that is missing or not an object
+  const std::map<std::string, target::FunctionSize>* object_sizes(size_t fi, size_t ti, std::string& err);
+  // Emit::Library: where that object is, and which run writes it (for the errors)
+  std::string object_path(size_t fi, size_t ti) const;
+  std::string object_writer(size_t fi, size_t ti) const;
+  // L_<part>.manifest.json: one spec's files and kernels (no sizes: only the library's manifest has them)
   std::string manifest_part(size_t fi) const;
   // L.manifest.json from the parts' manifests (in spec order): every file, the kernel files per
-  // target, the kernels; a kernel two specs define, or one named like another's generated function,
-  // is an error here too (a build that writes each spec's files separately finds it only here)
-  bool merge_manifests(const std::vector<std::string>& parts, std::string& out, std::string& err) const;
+  // target, the kernels, with each object target's sizes; a kernel two specs define, or one named like
+  // another's generated function, is an error here too (a build that writes each spec's files
+  // separately finds it only here)
+  bool merge_manifests(const std::vector<std::string>& parts, std::string& out, std::string& err);
 
   const GenOptions& o_;
   std::vector<const Target*> targets_;  // best first
   std::vector<SpecFile> files_;
   std::vector<KernelInfo> kernels_;  // in spec order
-  // each object's functions, measured once compiled (by spec and target index): the manifests' sizes
+  // each object's functions, measured (by spec and target index): the library manifest's sizes
   std::map<std::pair<size_t, size_t>, std::map<std::string, target::FunctionSize>> sizes_;
 };
 

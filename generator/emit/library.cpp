@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 
 #include "generator/emit/generator.h"
 #include "generator/target/object_size.h"
@@ -27,26 +26,21 @@ GenResult Generator::run() {
   std::vector<std::pair<size_t, size_t>> job_kernels;  // each job's spec and target
   std::vector<size_t> objects;                         // where each job's object goes in r.files
   std::vector<size_t> manifests;                       // where each spec's part manifest goes
-  std::deque<std::string> measured;  // --emit spec: objects made only to measure them (stable addresses)
   for (size_t f = 0; f < files_.size(); ++f) {
     const std::string prefix = o_.name + "_" + files_[f].part;
     if (o_.emit != Emit::Kernels) {
       r.files.push_back({prefix + ".h", header(f)});
       r.files.push_back({prefix + "_dispatch.cpp", dispatch(f)});
     }
-    for (size_t t = 0; t < targets_.size(); ++t) {
+    // the part manifest has no sizes, so --emit spec compiles nothing
+    for (size_t t = 0; t < targets_.size() && o_.emit != Emit::Spec; ++t) {
       if (output(*targets_[t]) == target::Output::CSource) {
-        if (o_.emit != Emit::Spec) r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
+        r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
         continue;
       }
-      // the part manifest records the object's sizes, so --emit spec makes the object too
       std::string module = kernels_module(f, t);
       jobs.push_back({targets_[t], module, nullptr, nullptr});
       job_kernels.push_back({f, t});
-      if (o_.emit == Emit::Spec) {
-        objects.push_back(SIZE_MAX);
-        continue;
-      }
       r.files.push_back({kernel_file(f, t), ""});
       objects.push_back(r.files.size() - 1);
       if (o_.keep_ir) r.files.push_back({prefix + "_" + targets_[t]->symbol + ".ll", std::move(module)});
@@ -56,14 +50,13 @@ GenResult Generator::run() {
       manifests.push_back(r.files.size() - 1);
     }
   }
-  for (size_t j = 0; j < jobs.size(); ++j)
-    jobs[j].object = objects[j] == SIZE_MAX ? &measured.emplace_back() : &r.files[objects[j]].second;
+  for (size_t j = 0; j < jobs.size(); ++j) jobs[j].object = &r.files[objects[j]].second;
   compile_objects(jobs);
   if (o_.emit == Emit::Kernels) {
     r.ok = true;
     return r;
   }
-  for (size_t j = 0; j < jobs.size(); ++j) {
+  for (size_t j = 0; j < jobs.size(); ++j) {  // Emit::All: the library manifest's sizes
     auto [f, t] = job_kernels[j];
     try {
       sizes_[{f, t}] = target::measure_functions(*jobs[j].object, kernel_file(f, t));
@@ -145,8 +138,8 @@ std::string Generator::explain_call(const std::string& kernel, const std::map<st
   return out + "  no variant: this CPU has none of the library's targets\n";
 }
 
-// Emit::Library: L.h and L.manifest.json from the part manifests another run wrote
-GenResult Generator::link(GenResult r) const {
+// Emit::Library: L.h and L.manifest.json from the part manifests and objects other runs wrote
+GenResult Generator::link(GenResult r) {
   std::vector<std::string> parts;
   for (const std::string& spec : o_.specs) {
     std::string path = (o_.parts_dir.empty() ? std::string(".") : o_.parts_dir) + "/" + o_.name + "_" +

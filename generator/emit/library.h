@@ -14,11 +14,13 @@
 //                          compiled for an object target (and L_a_t2.ll, its LLVM IR, with keep_ir)
 //   L_a.manifest.json      their kernels, variants, guards, opts and estimates
 //   (the same four for b)
-//   L.manifest.json        the library's manifest: the parts' kernels, merged
+//   L.manifest.json        the library's manifest: the parts' kernels, merged, with the sizes of
+//                          each object target's kernels (measured in the objects)
 // Each spec's files depend on that spec alone and each kernel file on one spec and one target, so
 // a build system can run one action per spec and per spec and target (`Emit`); the library's two
-// files need only the specs' names and their part manifests. One run (`Emit::All`) writes the
-// same bytes as the parts run separately.
+// files need only the specs' names, their part manifests and the object kernel files (only the
+// library's manifest has sizes, so writing a spec's files compiles nothing). One run (`Emit::All`)
+// writes the same bytes as the parts run separately.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ enum class Emit {
   All,      // every file
   Spec,     // one spec's header, dispatch source and part manifest (one spec; needs every target)
   Kernels,  // one spec's kernel files, for the targets given
-  Library,  // L.h and L.manifest.json, from the part manifests in `parts_dir` (specs are not read)
+  Library,  // L.h and L.manifest.json, from the part manifests in `parts_dir` and the objects in
+            // `kernels_dir` (specs are not read)
 };
 
 struct GenOptions {
@@ -46,9 +49,10 @@ struct GenOptions {
   std::vector<std::string> targets;  // target names, each at most once
   std::vector<std::string> specs;    // spec file paths
   Emit emit = Emit::All;
-  std::string parts_dir;   // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
-  bool c_sources = false;  // every target's kernels as C (an object target's with its c_flags), no objects
-  bool keep_ir = false;    // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
+  std::string parts_dir;    // Emit::Library: where the part manifests (<name>_<part>.manifest.json) are
+  std::string kernels_dir;  // Emit::Library: where the objects (<name>_<part>_<target>.o) are; empty: parts_dir
+  bool c_sources = false;   // every target's kernels as C (an object target's with its c_flags), no objects
+  bool keep_ir = false;     // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
 };
 
 // The part of the file names a spec's files carry: its file name without `.kiln`, every character

@@ -32,7 +32,8 @@ bool size_report(const std::string& manifest, const std::string& name,
       TargetSize ts;
       ts.name = t.at("name").get<std::string>();
       target_index[ts.name] = out.targets.size();
-      if (!files && !t.at("code_bytes").is_null()) {  // the manifest's totals count a shared constant once
+      // a spec's manifest has no sizes: unknown
+      if (!files && !t.value("code_bytes", json()).is_null()) {  // the manifest's totals count a shared constant once
         ts.state = State::Known;
         ts.code = t.at("code_bytes").get<uint64_t>();
         ts.data = t.at("data_bytes").get<uint64_t>();
@@ -57,7 +58,7 @@ bool size_report(const std::string& manifest, const std::string& name,
             vs.constants.insert(f->second.data.begin(), f->second.data.end());
           }
           vs.data = target::data_bytes(vs.constants);
-        } else if (!v.at("code_bytes").is_null()) {
+        } else if (!v.value("code_bytes", json()).is_null()) {
           vs.state = State::Known;
           vs.code = v.at("code_bytes").get<uint64_t>();
           vs.data = v.at("data_bytes").get<uint64_t>();

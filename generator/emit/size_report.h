@@ -1,8 +1,8 @@
 // kiln size: what each variant of a library costs in the binary, per kernel, variant and target,
-// with totals per target and overall, and a budget check on them. The sizes come from the manifest
-// (kiln gen measured the objects it made) or, where files are given, from the objects and archives
-// a build made (a C target's kernels have sizes only once a compiler compiled them): then every
-// variant is measured in those files, and one none of them defines is "not linked".
+// with totals per target and overall, and a budget check on them. The sizes come from the library's
+// manifest (kiln gen measured the objects; a spec's manifest has none) or, where files are given, from the objects and
+// archives a build made (a C target's kernels have sizes only once a compiler compiled them): then every variant is
+// measured in those files, and one none of them defines is "not linked".
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 // in a total over them (data_bytes of the union).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -25,6 +26,10 @@ class ObjectError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// the most bytes of an object or archive kiln measures: a library's archive with debug info outgrows a
+// spec's 16 MiB
+inline constexpr size_t kMaxObjectBytes = size_t(1) << 30;
 
 struct FunctionSize {
   uint64_t code = 0;

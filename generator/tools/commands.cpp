@@ -32,9 +32,6 @@
 
 namespace kiln::cli {
 
-// an object or archive kiln size reads: a library's archive with debug info outgrows a spec's 16 MiB
-static constexpr size_t kMaxObjectBytes = size_t(1) << 30;
-
 // Bounds are numbers: a bool's are 0 or 1 (the seeds' False/True compare equal to 0/1).
 static std::string bound(const kiln::ConstValue& v, kiln::DType d) {
   if (kiln::is_bool(d) && !v.is_invalid()) return v.i ? "1" : "0";
@@ -351,7 +348,7 @@ int run_size(const std::string& manifest, const std::vector<std::string>& files,
   }
   std::map<std::string, kiln::target::FunctionSize> measured;
   for (const std::string& f : files) {
-    kiln::frontend::InputFile in = kiln::frontend::read_input_file(f, kMaxObjectBytes);
+    kiln::frontend::InputFile in = kiln::frontend::read_input_file(f, kiln::target::kMaxObjectBytes);
     if (!in.ok()) {
       std::cerr << in.error;
       return 1;

@@ -98,16 +98,20 @@ static int run(int argc, char** argv) {
                 "also write each object's LLVM IR beside it (<name>_<part>_<target>.ll)");
   gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")
       ->check(CLI::IsMember({"all", "spec", "kernels", "library"}));
+  gen->add_option("--kernels-dir", gen_opts.kernels_dir,
+                  "with --emit library: where the object kernel files are (default: <out>)");
   gen->footer(
       "Writes into <out>, for each spec <part>.kiln: <name>_<part>.h (its kernels' C++ entry points, in\n"
       "namespace <name>), <name>_<part>_dispatch.cpp, one kernel file per target, <name>_<part>_<target\n"
       "with '-' as '_'>.c for a C target (compile it with the c_flags `kiln targets --json` lists) or .o\n"
       "for an object target, and <name>_<part>.manifest.json; then <name>.h (includes the part headers: what\n"
-      "users include), <name>.manifest.json (the parts merged) and the depfile <name>.d.\n"
+      "users include), <name>.manifest.json (the parts merged, with the code and data bytes of each object\n"
+      "target's kernels) and the depfile <name>.d.\n"
       "A build may split the work: --emit spec <spec> writes one spec's header, dispatch and part\n"
-      "manifest (give every target); --emit kernels <spec> its kernel files for the targets given;\n"
-      "--emit library <specs> writes <name>.h and <name>.manifest.json from the part manifests in <out>\n"
-      "(the specs are not read). The bytes are the same as one run's. No depfile then.\n"
+      "manifest (give every target; it compiles nothing); --emit kernels <spec> its kernel files for the\n"
+      "targets given; --emit library <specs> writes <name>.h and <name>.manifest.json from the part\n"
+      "manifests in <out> and the objects in --kernels-dir (default: <out>; the specs are not read). The\n"
+      "bytes are the same as one run's. No depfile then.\n"
       "Files whose bytes would not change are left untouched. Same input, same bytes.");
 
   auto* expl = app.add_subcommand("explain", "which variant a call with given dims takes, and why");
@@ -127,7 +131,8 @@ static int run(int argc, char** argv) {
   std::vector<std::string> size_files;
   bool size_json = false;
   std::optional<uint64_t> size_budget;
-  size->add_option("manifest", size_manifest, "<name>.manifest.json (or a spec's <name>_<part>.manifest.json)")
+  size->add_option("manifest", size_manifest,
+                   "<name>.manifest.json (or a spec's <name>_<part>.manifest.json, which has no sizes: give files)")
       ->required();
   size->add_option("files", size_files, "compiled kernel objects or the library archive: measure these instead");
   size->add_flag("--json", size_json, "the report as JSON");
@@ -135,10 +140,10 @@ static int run(int argc, char** argv) {
   size->footer(
       "Output: one line per kernel variant and target, its code bytes (its functions' symbol sizes), data\n"
       "bytes (the constants its code reads) and both; then a total per target and overall. An object\n"
-      "target's sizes are in the manifest (kiln gen measured its objects); a C target's are known once\n"
-      "compiled: give the objects or the archive a build made, and every variant is measured there ('-':\n"
-      "in none of them). With --budget: nothing printed but a line, or the targets over it with their\n"
-      "largest kernels and variants (exit 1).");
+      "target's sizes are in the library's manifest (kiln gen measured its objects; a spec's manifest has\n"
+      "none); a C target's are known once compiled: give the objects or the archive a build made, and\n"
+      "every variant is measured there ('-': in none of them). With --budget: nothing printed but a line,\n"
+      "or the targets over it with their largest kernels and variants (exit 1).");
 
   auto* targets = app.add_subcommand("targets", "the targets kiln builds kernels for");
   bool targets_json = false;
@@ -172,6 +177,10 @@ static int run(int argc, char** argv) {
                         : emit == "library" ? kiln::emit::Emit::Library
                                             : kiln::emit::Emit::All;
         gen_opts.parts_dir = gen_out;
+        if (!gen_opts.kernels_dir.empty() && gen_opts.emit != kiln::emit::Emit::Library) {
+          std::cerr << "kiln: error: --kernels-dir is for --emit library (the run that reads the objects)\n";
+          return 1;
+        }
         return run_gen(gen_opts, gen_out);
       }
       split_targets(ex_opts);

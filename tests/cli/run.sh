@@ -283,7 +283,8 @@ check "codegen object to a terminal" \
 check "codegen --asm with --emit-llvm" "1 kiln: error: --asm and --emit-llvm exclude each other" "$? $(cat "$tmp/err")"
 
 # kiln gen: targets listed with spaces end at the first spec; the split runs (--emit) write the
-# bytes of one run
+# bytes of one run, manifests included (only the library's has sizes: --emit library measures the
+# objects --emit kernels wrote, and --emit spec compiles nothing)
 cp "$here/specs/ok.kiln" "$tmp/one.kiln"
 printf 'dim S in 1..64\nkernel twice(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n' >"$tmp/two-b.kiln"
 "$kiln" gen --name lib --out "$tmp/all" --target cpu x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
@@ -291,10 +292,31 @@ check "gen with a target list" "0 " "$? $(cat "$tmp/err")"
 check "gen files" "lib.d lib.h lib.manifest.json lib_one.h lib_one.manifest.json lib_one_cpu.c lib_one_dispatch.cpp lib_one_x86_64_avx2.o lib_two_b.h lib_two_b.manifest.json lib_two_b_cpu.c lib_two_b_dispatch.cpp lib_two_b_x86_64_avx2.o" "$(ls "$tmp/all" | tr '\n' ' ' | sed 's/ $//')"
 for spec in one two-b; do
   "$kiln" gen --emit spec --name lib --out "$tmp/split" --target cpu,x86_64-avx2 "$tmp/$spec.kiln"
+done
+check "gen --emit spec: no kernel file" "lib_one.h lib_one.manifest.json lib_one_dispatch.cpp lib_two_b.h lib_two_b.manifest.json lib_two_b_dispatch.cpp" "$(ls "$tmp/split" | xargs)"
+check "gen --emit spec: no sizes, nothing compiled" "" "$(grep -l '"code_bytes"\|"data_bytes"\|"sizes"' "$tmp/split"/*.manifest.json)"
+mkdir "$tmp/parts" && cp "$tmp/split"/*.manifest.json "$tmp/parts"
+"$kiln" gen --emit library --name lib --out "$tmp/parts" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
+check "gen --emit library without the objects" "1 $tmp/parts/lib_one_x86_64_avx2.o: error: cannot open (No such file or directory) (kiln gen --emit kernels --target x86_64-avx2 $tmp/one.kiln writes it)" "$? $(cat "$tmp/err")"
+check "gen --emit library without the objects writes nothing" "lib_one.manifest.json lib_two_b.manifest.json" "$(ls "$tmp/parts" | xargs)"
+for spec in one two-b; do
   for t in cpu x86_64-avx2; do "$kiln" gen --emit=kernels --name lib --out "$tmp/split" --target "$t" "$tmp/$spec.kiln"; done
 done
 "$kiln" gen --emit library --name lib --out "$tmp/split" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln"
 check "gen --emit: the same bytes" "" "$(diff -r -x lib.d "$tmp/all" "$tmp/split" 2>&1)"
+check "gen --emit: the library's manifest has the sizes" "1" "$(grep -c '"sizes": "measured in kiln.s object"' "$tmp/split/lib.manifest.json")"
+"$kiln" gen --emit library --name lib --out "$tmp/parts" --kernels-dir "$tmp/split" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln"
+check "gen --emit library --kernels-dir" "" "$(cmp "$tmp/all/lib.manifest.json" "$tmp/parts/lib.manifest.json" 2>&1)"
+head -c $(($(wc -c <"$tmp/split/lib_two_b_x86_64_avx2.o") / 2)) "$tmp/split/lib_two_b_x86_64_avx2.o" >"$tmp/parts/lib_two_b_x86_64_avx2.o"
+cp "$tmp/split/lib_one_x86_64_avx2.o" "$tmp/parts"
+"$kiln" gen --emit library --name lib --out "$tmp/parts" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
+rc=$?
+check "gen --emit library with a corrupt object" "1 yes" "$rc $([[ "$(cat "$tmp/err")" == "kiln: error: $tmp/parts/lib_two_b_x86_64_avx2.o: "?*" (kiln gen --emit kernels --target x86_64-avx2 $tmp/two-b.kiln writes it)" ]] && echo yes)"
+cp "$tmp/split/lib_one_x86_64_avx2.o" "$tmp/parts/lib_two_b_x86_64_avx2.o"
+"$kiln" gen --emit library --name lib --out "$tmp/parts" --target=cpu,x86_64-avx2 "$tmp/one.kiln" "$tmp/two-b.kiln" 2>"$tmp/err"
+check "gen --emit library with another spec's object" "1 kiln: error: $tmp/parts/lib_two_b_x86_64_avx2.o has no function lib_twice_any_0_x86_64_avx2, which lib_two_b.manifest.json lists: not this spec's object, or an older one (kiln gen --emit kernels --target x86_64-avx2 $tmp/two-b.kiln writes it)" "$? $(cat "$tmp/err")"
+"$kiln" gen --emit spec --kernels-dir "$tmp/split" --name lib --out "$tmp/parts" --target=cpu,x86_64-avx2 "$tmp/one.kiln" 2>"$tmp/err"
+check "gen --kernels-dir without --emit library" "1 kiln: error: --kernels-dir is for --emit library (the run that reads the objects)" "$? $(cat "$tmp/err")"
 # a spec dropped from the library, and a file an older kiln wrote: the files the last manifest listed
 # and this run does not write are removed; others in the directory are left alone
 touch "$tmp/all/lib_dispatch.cpp" "$tmp/all/mine.txt"
@@ -363,8 +385,11 @@ print("total all", t[0]["code_bytes"], t[0]["data_bytes"], t[0]["code_bytes"] + 
 check "size: cpu unknown until compiled" "?: unknown until compiled (cpu): give kiln size the compiled kernel objects or the library archive after the manifest" \
   "$(grep '^?:' "$tmp/out")"
 "$kiln" size --json "$tmp/size/lib_one.manifest.json" >"$tmp/out.json"
-check "size --json of a spec's manifest" "lib False x86_64-avx2 known cpu unknown None" "$(json_of "$tmp/out.json" '
+check "size --json of a spec's manifest: no sizes" "lib False x86_64-avx2 unknown cpu unknown None" "$(json_of "$tmp/out.json" '
 print(m["library"], m["total"]["complete"], *[x for t in m["targets"] for x in (t["name"], t["sizes"])], m["variants"][-1]["code_bytes"])')"
+"$kiln" size --json "$tmp/size/lib_one.manifest.json" "$tmp/size/lib_one_x86_64_avx2.o" >"$tmp/out.json"
+check "size --json of a spec's manifest and its object" "x86_64-avx2 known cpu not linked" "$(json_of "$tmp/out.json" '
+print(*[x for t in m["targets"] for x in (t["name"], t["sizes"])])')"
 # compiled: the C target measured in its object, the object target in kiln's; or both in an archive
 for spec in one two_b; do
   cc -O2 -c -I"$here/../../runtime/include" "$tmp/size/lib_${spec}_cpu.c" -o "$tmp/size/$spec.o"

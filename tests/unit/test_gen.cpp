@@ -312,7 +312,8 @@ TEST_F(GenTest, NamesTheGeneratedCodeCannotHaveAreRefusedOrRespelled) {
 }
 
 // A build may write each spec's files in its own run (Bazel: one action per spec and per spec and
-// target) and the library's two files from the parts: the bytes are those of one run.
+// target) and the library's two files from the parts and the objects: the bytes are those of one
+// run, manifests included (only the library's has sizes, measured in the objects).
 TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
   std::string a = write("my-net.kiln", kSpec),
               b = write("other.kiln", "dim S in 1..64\nkernel scale(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n");
@@ -320,27 +321,51 @@ TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
   emit::GenResult all = emit::generate(opts("lib", targets, {a, b}));
   ASSERT_TRUE(all.ok) << all.errors;
   std::map<std::string, std::string> split;
-  std::string dir = std::filesystem::path(a).parent_path().string();
+  std::string dir = std::filesystem::path(a).parent_path().string(), kernels_dir = dir + "/kernels";
+  std::filesystem::create_directories(kernels_dir);
   for (const std::string& spec : {a, b}) {
     emit::GenResult s = emit::generate(opts("lib", targets, {spec}, emit::Emit::Spec));
     ASSERT_TRUE(s.ok) << s.errors;
-    EXPECT_EQ(s.files.size(), 3u);
+    EXPECT_EQ(s.files.size(), 3u);  // no kernel file: --emit spec compiles nothing
     for (const auto& [n, text] : s.files) {
       split[n] = text;
       if (n.ends_with(".manifest.json")) std::ofstream(dir + "/" + n) << text;  // the library run reads them
     }
+  }
+  // the library's sizes are the objects': without them, an error naming the run that writes one
+  std::string no_objects = emit::generate(opts("lib", targets, {a, b}, emit::Emit::Library, dir)).errors;
+  EXPECT_EQ(no_objects, dir +
+                            "/lib_my_net_x86_64_avx512.o: error: cannot open (No such file or directory) (kiln gen "
+                            "--emit kernels --target x86_64-avx512 " +
+                            a + " writes it)\n");
+  for (const std::string& spec : {a, b})
     for (const std::string& t : targets) {
       emit::GenResult k = emit::generate(opts("lib", {t}, {spec}, emit::Emit::Kernels));
       ASSERT_TRUE(k.ok) << k.errors;
       ASSERT_EQ(k.files.size(), 1u);
       split[k.files[0].first] = k.files[0].second;
+      if (k.files[0].first.ends_with(".o"))
+        std::ofstream(kernels_dir + "/" + k.files[0].first, std::ios::binary) << k.files[0].second;
     }
-  }
-  emit::GenResult lib = emit::generate(opts("lib", targets, {a, b}, emit::Emit::Library, dir));
+  emit::GenOptions link = opts("lib", targets, {a, b}, emit::Emit::Library, dir);
+  link.kernels_dir = kernels_dir;
+  emit::GenResult lib = emit::generate(link);
   ASSERT_TRUE(lib.ok) << lib.errors;
   for (const auto& [n, text] : lib.files) split[n] = text;
   ASSERT_EQ(split.size(), all.files.size());
   for (const auto& [n, text] : all.files) EXPECT_EQ(split[n], text) << n;
+  EXPECT_NE(split["lib.manifest.json"].find("\"code_bytes\""), std::string::npos);
+  EXPECT_EQ(split["lib_my_net.manifest.json"].find("\"code_bytes\""), std::string::npos);
+  // an object that is not the part's: a clear error, not an internal one
+  std::ofstream(kernels_dir + "/lib_other_x86_64_avx2.o", std::ios::binary) << split["lib_my_net_x86_64_avx2.o"];
+  std::string foreign = emit::generate(link).errors;
+  EXPECT_EQ(foreign.find("kiln: error: " + kernels_dir + "/lib_other_x86_64_avx2.o has no function lib_scale_"), 0u)
+      << foreign;
+  EXPECT_NE(foreign.find("(kiln gen --emit kernels --target x86_64-avx2 " + b + " writes it)\n"), std::string::npos)
+      << foreign;
+  std::ofstream(kernels_dir + "/lib_other_x86_64_avx2.o", std::ios::binary) << "not an object";
+  std::string corrupt = emit::generate(link).errors;
+  EXPECT_EQ(corrupt.find("kiln: error: " + kernels_dir + "/lib_other_x86_64_avx2.o: "), 0u) << corrupt;
   EXPECT_EQ(split.count("lib_my_net_x86_64_avx2.o"), 1u);  // the part name: the file name, an identifier
   EXPECT_EQ(emit::part_name("x/y/my-net.v2.kiln"), "my_net_v2");
 

@@ -1,5 +1,5 @@
 // Binary size: the functions of an ELF object or archive measured (generator/target/object_size.h),
-// the sizes kiln gen records in its manifests, and kiln size's report and budget check
+// the sizes kiln gen records in the library's manifest, and kiln size's report and budget check
 // (generator/emit/size_report.h). The CLI and the build rules' budgets: tests/cli, tests/consumer.
 #include <gtest/gtest.h>
 
@@ -144,21 +144,24 @@ class SizeTest : public ::testing::Test {
       "kernel add(x: f32[16], y: f32[16]) -> (z: f32[16]) {\n  z = x + y\n}\n";
 };
 
-TEST_F(SizeTest, TheManifestsRecordEachVariantsSizesPerTarget) {
+// The library's manifest has the sizes; a part manifest has none, so writing a spec's files
+// (--emit spec) compiles nothing, and the split runs agree with one run byte for byte.
+TEST_F(SizeTest, TheLibrarysManifestRecordsEachVariantsSizesPerTarget) {
   emit::GenResult r = emit::generate(opts({write("a.kiln", kSpec)}));
   ASSERT_TRUE(r.ok) << r.errors;
-  nlohmann::json part = nlohmann::json::parse(file(r, "lib_a.manifest.json"));
+  nlohmann::json lib = nlohmann::json::parse(file(r, "lib.manifest.json"));
   std::map<std::string, FunctionSize> measured = target::measure_functions(file(r, "lib_a_x86_64_avx2.o"), "o");
-  const auto& avx2 = part["targets"][0];
-  const auto& cpu = part["targets"][1];
+  const auto& avx2 = lib["targets"][0];
+  const auto& cpu = lib["targets"][1];
   ASSERT_EQ(avx2["name"], "x86_64-avx2");
+  EXPECT_EQ(avx2["sizes"], "measured in kiln's object");
   EXPECT_TRUE(cpu["code_bytes"].is_null());  // unknown until the build's compiler compiled it: not 0
   EXPECT_TRUE(cpu["data_bytes"].is_null());
   EXPECT_NE(cpu["sizes"].get<std::string>().find("unknown until compiled"), std::string::npos);
   uint64_t code = 0, data = 0, all_code = 0, all_data = 0;
   size_t variants = 0;
   for (const auto& [name, s] : measured) all_code += s.code, all_data += target::data_bytes(s.data);
-  for (const auto& k : part["kernels"])
+  for (const auto& k : lib["kernels"])
     for (const auto& v : k["variants"]) {
       if (v["target"] == "cpu") {
         EXPECT_TRUE(v["code_bytes"].is_null()) << v.dump();
@@ -182,32 +185,56 @@ TEST_F(SizeTest, TheManifestsRecordEachVariantsSizesPerTarget) {
   EXPECT_EQ(avx2["code_bytes"], all_code);
   EXPECT_EQ(avx2["data_bytes"], all_data);
   EXPECT_EQ(data, all_data);  // LLVM gives each function its own constants: no sharing to undo here
-  // the library's manifest: the same variants, the targets' totals summed over the parts
-  nlohmann::json lib = nlohmann::json::parse(file(r, "lib.manifest.json"));
-  EXPECT_EQ(lib["kernels"], part["kernels"]);
-  EXPECT_EQ(lib["targets"][0]["code_bytes"], avx2["code_bytes"]);
-  EXPECT_TRUE(lib["targets"][1]["code_bytes"].is_null());
-  // --emit spec measures the object it does not write: the same part manifest, byte for byte
+
+  // the part manifest: the same kernels, without a size anywhere
+  const std::string& part_text = file(r, "lib_a.manifest.json");
+  for (const char* field : {"\"code_bytes\"", "\"data_bytes\"", "\"sizes\""})
+    EXPECT_EQ(part_text.find(field), std::string::npos) << field;
+  nlohmann::json part = nlohmann::json::parse(part_text), sized = lib["kernels"];
+  for (auto& k : sized)
+    for (auto& v : k["variants"]) {
+      v.erase("code_bytes"), v.erase("data_bytes");
+      for (auto& fn : v["kernels"]) fn.erase("code_bytes"), fn.erase("data_bytes");
+    }
+  EXPECT_EQ(sized, part["kernels"]);
+  // --emit spec compiles nothing: no object, the same part manifest, byte for byte
   emit::GenResult spec = emit::generate(opts({write("a.kiln", kSpec)}, emit::Emit::Spec));
   ASSERT_TRUE(spec.ok) << spec.errors;
-  EXPECT_EQ(file(spec, "lib_a.manifest.json"), file(r, "lib_a.manifest.json"));
+  EXPECT_EQ(file(spec, "lib_a.manifest.json"), part_text);
   EXPECT_EQ(file(spec, "lib_a_x86_64_avx2.o"), "<no such file>");
+  EXPECT_EQ(spec.files.size(), 3u);
+  // --emit library measures the object --emit kernels wrote: the same library manifest
+  std::filesystem::path dir = std::filesystem::path(write("a.kiln", kSpec)).parent_path() / "split";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "lib_a.manifest.json") << part_text;
+  std::ofstream(dir / "lib_a_x86_64_avx2.o", std::ios::binary)
+      << file(emit::generate(opts({write("a.kiln", kSpec)}, emit::Emit::Kernels)), "lib_a_x86_64_avx2.o");
+  emit::GenOptions link = opts({write("a.kiln", kSpec)}, emit::Emit::Library);
+  link.parts_dir = dir.string();
+  emit::GenResult linked = emit::generate(link);
+  ASSERT_TRUE(linked.ok) << linked.errors;
+  EXPECT_EQ(file(linked, "lib.manifest.json"), file(r, "lib.manifest.json"));
 }
 
-TEST_F(SizeTest, TheLibrarysTotalsAreItsSpecsSummed) {
+TEST_F(SizeTest, TheLibrarysTotalsAreItsSpecsObjectsSummed) {
   std::string b = write("b.kiln", "dim S in 1..64\nkernel twice(x: f32[S]) -> (y: f32[S]) {\n  y = x * 2.0\n}\n");
   emit::GenResult r = emit::generate(opts({write("a.kiln", kSpec), b}));
   ASSERT_TRUE(r.ok) << r.errors;
   nlohmann::json lib = nlohmann::json::parse(file(r, "lib.manifest.json"));
-  nlohmann::json pa = nlohmann::json::parse(file(r, "lib_a.manifest.json"));
-  nlohmann::json pb = nlohmann::json::parse(file(r, "lib_b.manifest.json"));
-  EXPECT_GT(pb["targets"][0]["code_bytes"].get<uint64_t>(), 0u);
-  for (const char* field : {"code_bytes", "data_bytes"}) {
-    EXPECT_EQ(lib["targets"][0][field],
-              pa["targets"][0][field].get<uint64_t>() + pb["targets"][0][field].get<uint64_t>())
-        << field;
-    EXPECT_TRUE(lib["targets"][1][field].is_null()) << field;
+  uint64_t code = 0, data = 0;
+  for (const char* object : {"lib_a_x86_64_avx2.o", "lib_b_x86_64_avx2.o"}) {
+    uint64_t c = 0;
+    std::map<std::string, uint64_t> constants;  // counted once in an object, not across them
+    for (const auto& [name, s] : target::measure_functions(file(r, object), object)) {
+      c += s.code;
+      constants.insert(s.data.begin(), s.data.end());
+    }
+    EXPECT_GT(c, 0u) << object;
+    code += c, data += target::data_bytes(constants);
   }
+  EXPECT_EQ(lib["targets"][0]["code_bytes"], code);
+  EXPECT_EQ(lib["targets"][0]["data_bytes"], data);
+  for (const char* field : {"code_bytes", "data_bytes"}) EXPECT_TRUE(lib["targets"][1][field].is_null()) << field;
 }
 
 TEST_F(SizeTest, TheReportIsPerVariantWithTotalsAndTheBudgetNamesTheLargest) {
@@ -260,6 +287,14 @@ TEST_F(SizeTest, TheReportIsPerVariantWithTotalsAndTheBudgetNamesTheLargest) {
   for (const emit::VariantSize& v : rep.variants)
     if (v.target == "x86_64-avx2" && (!largest || v.code + v.data > largest->code + largest->data)) largest = &v;
   EXPECT_NE(over.find("its largest variants:\n    " + largest->variant + ": "), std::string::npos) << over;
+
+  // a spec's manifest has no sizes: unknown, until measured in the files given
+  ASSERT_TRUE(emit::size_report(file(r, "lib_a.manifest.json"), "lib_a.manifest.json", nullptr, rep, err)) << err;
+  EXPECT_EQ(rep.targets[0].state, emit::VariantSize::State::Unknown);
+  EXPECT_EQ(rep.variants[0].state, emit::VariantSize::State::Unknown);
+  ASSERT_TRUE(emit::size_report(file(r, "lib_a.manifest.json"), "lib_a.manifest.json", &files, rep, err)) << err;
+  EXPECT_EQ(rep.targets[0].state, emit::VariantSize::State::Known);
+  EXPECT_EQ(rep.targets[0].code, t.code);
 
   for (const char* bad : {"", "[1, 2]", "{\"library\": \"x\"}", "{\"library\": \"x\", \"targets\": 3}"}) {
     EXPECT_FALSE(emit::size_report(bad, "m.json", nullptr, rep, err)) << bad;

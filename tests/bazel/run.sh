@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # kiln with Bazel, as CI and a user run it (offline: Debian's Bazel 4 and apt-installed deps):
-#   1. kiln's own workspace: bazel test //... (the generator, the runtime, kernels/, unit tests,
-#      the generated dispatch tests), then again: a no-op that runs nothing;
+#   1. kiln's own workspace: every target analysed; bazel test of kernels/ and the generated
+#      dispatch and no-heap runtime tests (KILN_BAZEL_ALL=1: of //..., the unit tests too), then
+#      again: a no-op that runs nothing;
 #   2. the files kiln_library() writes are byte-identical to kiln_add_library()'s (CMake) for
 #      the same specs and targets, when a CMake build directory is given;
 #   3. this workspace (a user's: local_repository -> kiln): bazel test //... and the app, a no-op
-#      build, and a changed spec re-runs only that spec's actions; size_budget within and over.
+#      build, and a changed spec re-runs only that spec's actions; size_budget within and over;
+#      the app cross-built for aarch64 with a user's C++ toolchain (toolchains/) and run under qemu.
 # Usage: tests/bazel/run.sh [<CMake build dir that built kiln_kernels and kiln_gen_test>]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,9 +64,16 @@ bz=(--config=offline)
 
 echo "== kiln's workspace: $root"
 cd "$root"
-timed "bazel test //... (kiln)" bazel test "${bz[@]}" --config=werror //...
-timed "no-op bazel test //... (kiln)" \
-  bazel test "${bz[@]}" --config=werror //... --execution_log_json_file="$work/noop.json"
+# What kiln_library() users build: kiln as a tool (the exec configuration), the generated libraries,
+# their tests and the runtime's. The unit tests and //:kiln in the target configuration compile the
+# generator a second time (CMake's ctest runs the same unit tests), so only KILN_BAZEL_ALL=1 builds
+# and tests all of //...; every target is analysed either way.
+kiln_tests=(//kernels/... //tests/gen/... //tests/noheap/...)
+[[ "${KILN_BAZEL_ALL:-0}" == 1 ]] && kiln_tests=(//...)
+timed "bazel build --nobuild //... (kiln: every target analyses)" bazel build "${bz[@]}" --nobuild //...
+timed "bazel test ${kiln_tests[*]} (kiln)" bazel test "${bz[@]}" --config=werror "${kiln_tests[@]}"
+timed "no-op bazel test ${kiln_tests[*]} (kiln)" \
+  bazel test "${bz[@]}" --config=werror "${kiln_tests[@]}" --execution_log_json_file="$work/noop.json"
 check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
 
 # targets follow the target platform and the legacy --cpu: the x86_64 ones and cpu with the Unix
@@ -128,6 +137,10 @@ done
 
 echo "== the consumer workspace: $here"
 cd "$here"
+# C++ toolchains by platform, as Bazel 7 does by default: the host's, and a user's cross toolchain
+# (toolchains/: Debian's aarch64-linux-gnu-g++) for the cross build at the end. The same options
+# on every build here, so kiln (a tool, built for the host) is built once.
+bz+=(--incompatible_enable_cc_toolchain_resolution --extra_toolchains=//toolchains:aarch64_linux_gnu)
 timed "bazel test //... (consumer, cold)" bazel test "${bz[@]}" //...
 app_out="$(bazel run "${bz[@]}" //:app 2>/dev/null)"
 echo "$app_out"
@@ -143,7 +156,9 @@ timed "bazel test //... after changing norm.kiln" \
   bazel test "${bz[@]}" //... --execution_log_json_file="$work/change.json"
 actions "$work/change.json" >"$work/change.txt"
 check "consumer: kiln's actions after changing norm.kiln" \
-  "KilnGenKernels kiln gen hz: norm.kiln for cpu
+  "KilnGenKernels kiln gen hz: norm.kiln for aarch64-neon
+KilnGenKernels kiln gen hz: norm.kiln for aarch64-sve256
+KilnGenKernels kiln gen hz: norm.kiln for cpu
 KilnGenKernels kiln gen hz: norm.kiln for x86_64-avx2
 KilnGenKernels kiln gen hz: norm.kiln for x86_64-avx512
 KilnGenLibrary kiln gen hz: hz.h
@@ -184,12 +199,33 @@ check "consumer: the size_budget error names the largest variants" "1" \
   "$(grep -c "its largest variants:" <<<"$over_out")"
 
 if [[ -n "$cmake_build" ]]; then
-  "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512 mlp.kiln norm.kiln
+  "$cmake_build/kiln" gen --name hz --out "$work/hz" --target cpu,x86_64-avx2,x86_64-avx512,aarch64-sve256,aarch64-neon \
+    mlp.kiln norm.kiln
   bazel build "${bz[@]}" //:hz //:hz_files  # the files themselves: an object nothing links yet is not built for //:hz
   # the files kiln gen wrote, as Bazel wrote them (bazel-bin may keep files of older layouts)
   check "consumer: Bazel's files are kiln gen's, byte for byte" "" \
     "$(for f in $(ls "$work/hz" | grep -vx hz.d); do cmp "$work/hz/$f" "bazel-bin/hz/$f" 2>&1; done)"
 fi
+
+# a cross build, as a user who brings a C++ toolchain for the target runs it: the app for an
+# aarch64 platform, kiln itself built for the host and run there; the app links the aarch64 objects, not the x86 ones, and runs under qemu-aarch64
+# (its default CPU has 512-bit SVE: the aarch64-sve256 variants)
+# (Bazel 4 names the output directory after --cpu, which toolchain resolution leaves at k8: the
+# suffix keeps the aarch64 outputs apart from the host's)
+cross=(--platforms=@kiln//bazel:linux_aarch64 --platform_suffix=-aarch64)
+timed "bazel build //:app for aarch64 (toolchain resolution)" bazel build "${bz[@]}" "${cross[@]}" //:app
+cross_app="$(bazel cquery "${bz[@]}" "${cross[@]}" --output=starlark \
+  --starlark:expr='target.files.to_list()[0].path' //:app 2>/dev/null)"
+check "consumer: the aarch64 app is an AArch64 program" "1" "$(readelf -h "$cross_app" | grep -c 'Machine: *AArch64')"
+cross_symbols="$(nm "$cross_app")"
+check "consumer: the aarch64 app links the aarch64 kernels, not the x86 ones" "1 1 0" \
+  "$(grep -q ' T hz_gemm_.*_aarch64_sve256$' <<<"$cross_symbols" && echo 1) \
+$(grep -q ' T hz_gemm_.*_aarch64_neon$' <<<"$cross_symbols" && echo 1) $(grep -c '_x86_64_' <<<"$cross_symbols" || true)"
+cross_out="$(qemu-aarch64-static -L /usr/aarch64-linux-gnu "$cross_app")"
+echo "$cross_out"
+check "consumer: the aarch64 app's results under qemu-aarch64" "2" "$(grep -c ': ok$' <<<"$cross_out")"
+check "consumer: the aarch64 app takes an aarch64-sve256 variant" "1" \
+  "$(grep -c 'on aarch64-sve256: taken$' <<<"$cross_out")"
 
 [[ $fail -eq 0 ]] && echo "bazel: all checks passed"
 exit $fail

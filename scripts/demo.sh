@@ -3,7 +3,8 @@
 # benchmarks, so it needs only a compiler, CMake, Ninja, CLI11 and nlohmann-json) and installs it, then builds the
 # consumer project (tests/consumer: nn.kiln + app.cpp) against the installed package exactly as a
 # user would -- find_package(kiln), kiln_add_library(nn SPECS nn.kiln TARGETS cpu x86_64-avx2
-# x86_64-avx512) -- and runs the app: every kernel call is checked against a plain C++ reference
+# x86_64-avx512 ..., every target with objects: each build links those of its architecture) -- and
+# runs the app: every kernel call is checked against a plain C++ reference
 # and prints the variant it took and its time. Ends with `kiln explain` for one call.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

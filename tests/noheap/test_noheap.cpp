@@ -47,11 +47,20 @@ void* operator new(size_t n, std::align_val_t a, const std::nothrow_t&) noexcept
   if (n >= kTooBig) return nullptr;
   return std::aligned_alloc(align, (n + align - 1) / align * align);
 }
-// the matching deletes: what the replacements above return, free() takes
+// the matching deletes: what the replacements above return, free() takes. (GCC, once it inlines
+// them into a `new T` elsewhere, sees free() of what it takes for the library's operator new and
+// warns; here both are ours.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace {
 

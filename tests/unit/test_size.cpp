@@ -269,7 +269,7 @@ TEST_F(SizeTest, TheReportIsPerVariantWithTotalsAndTheBudgetNamesTheLargest) {
   std::map<std::string, FunctionSize> files = target::measure_functions(file(r, "lib_a_x86_64_avx2.o"), "o");
   ASSERT_TRUE(emit::size_report(manifest, "lib.manifest.json", &files, rep, err)) << err;
   EXPECT_EQ(rep.targets[1].state, emit::VariantSize::State::NotLinked);
-  const emit::TargetSize& t = rep.targets[0];
+  const emit::TargetSize t = rep.targets[0];  // a copy: rep is reused below
   EXPECT_EQ(emit::check_budget(rep, t.code + t.data), "");
   std::string over = emit::check_budget(rep, t.code + t.data - 1);
   EXPECT_EQ(over.rfind("kiln: error: lib: the kernels of target x86_64-avx2 take " + std::to_string(t.code + t.data) +

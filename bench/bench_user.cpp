@@ -19,25 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/baselines.h"
 #include "bench/random.h"
 #include "kiln_bench_user.h"
-
-#if KILN_BENCH_DNNL
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
-#endif
-#if KILN_BENCH_OPENBLAS
-#include <cblas.h>
-extern "C" void openblas_set_num_threads(int);
-#endif
-
-extern "C" {
-// bench/baselines.c
-void baseline_sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k);
-void baseline_softmax_rows(const float* x, float* y, int64_t m, int64_t n);
-void baseline_layernorm_rows(const float* x, float* y, int64_t m, int64_t n);
-}
 
 namespace {
 

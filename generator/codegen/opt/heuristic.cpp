@@ -156,14 +156,22 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers
         }
       if (fits > 0) widths.erase(widths.begin(), std::find(widths.begin(), widths.end(), fits));
     }
+    int64_t lane_vectors = 0;  // the vectors one row of lanes takes
     if (!axes.empty() && reads_consecutive_along(sink, axes.back()))
       for (int64_t amt : widths)
         if (const UOp* s = apply_opt(sink, {Opt::Kind::Lane, axes.back()->arg<RangeArg>().axis, amt})) {
           sink = s;
           applied.push_back({Opt::Kind::Lane, axes.back()->arg<RangeArg>().axis, amt});
+          lane_vectors = item > 0 ? std::max<int64_t>(1, amt * item / vector_bytes) : 0;
           break;
         }
-    if (rows) try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
+    // 8 rows of one vector each are 8 accumulators: too few to keep two FMA units busy through
+    // their latency; where the columns allow one vector only (N % 16 on AVX-512), 16 rows, if the
+    // register file holds them with room for the operands
+    if (rows && lane_vectors == 1 && 16 <= vector_registers - 8)
+      try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {16, 8, 4, 2});
+    else if (rows)
+      try_opt(axes[axes.size() - 2], Opt::Kind::Upcast, {8, 4, 2});
   }
   // the outermost loop (after tiling: over tiles) is shared among the cores, where there are threads
   if (const UOp* s = threads ? mark_thread_axis(sink) : nullptr) {

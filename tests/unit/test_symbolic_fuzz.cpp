@@ -5,6 +5,8 @@
 // points and at every corner of the variables' box. The promises defended: the value never
 // changes, every value lies inside the [vmin, vmax] of its node (original and simplified), and a
 // second pass changes nothing. Failures are counted, shrunk to a minimal expression and printed.
+// Three generators: random trees, index math at the carriers' edges, and sums whose remainder
+// terms reach exactly the divisor or a factor of it (checked at every point of their box).
 //
 // TextFuzz: random graphs of every dtype and arg kind survive print -> parse and
 // print_graph -> parse as the very same interned pointer.

@@ -655,11 +655,11 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
 }
 
 // y = x.cast(to) * 2 for every cast of cast_cases.h, each its own program (no other dtype in its
-// loop), in each target's C at its own vector width: the cast is a vector conversion
-// (__builtin_convertvector) where both dtypes are 32 or both 64 bits wide (the other loops stay
-// scalar), and agrees with the
-// oracle and, bit for bit, with the host compiler's conversion, on random inputs and the edge values of each cast, at a
-// length of whole vectors and at one with a tail
+// loop), in each target's C at its own vector width (compiled with its flags where this machine
+// runs them): the cast is a vector conversion (__builtin_convertvector) where both dtypes are 32
+// or both 64 bits wide (the other loops stay scalar), and agrees with the oracle and, bit for bit,
+// with the host compiler's conversion, on random inputs and each cast's edge values, at a length
+// of whole vectors and at one with a tail
 TEST(CodegenCasts, CastsInLaneLoopsAgreeAtEveryTargetWidth) {
   const std::vector<cast_cases::CastCase> cases = cast_cases::cases();
   for (const char* name : {"cpu", "x86_64-avx2", "x86_64-avx512"}) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "generator/schedule/schedule.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
+#include "tests/unit/cast_cases.h"
 #include "tests/unit/kernel_kinds.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
@@ -650,6 +652,66 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
     }
   }
   if (ran == 0) std::cout << "no x86 target runs here: their C was checked without ISA flags only\n";
+}
+
+// y = x.cast(to) * 2 for every cast of cast_cases.h, each its own program (no other dtype in its
+// loop), in each target's C at its own vector width (compiled with its flags where this machine
+// runs them): the cast is a vector conversion (__builtin_convertvector) where both dtypes are 32
+// or both 64 bits wide (the other loops stay scalar), and agrees with the oracle and, bit for bit,
+// with the host compiler's conversion, on random inputs and each cast's edge values, at a length
+// of whole vectors and at one with a tail
+TEST(CodegenCasts, CastsInLaneLoopsAgreeAtEveryTargetWidth) {
+  const std::vector<cast_cases::CastCase> cases = cast_cases::cases();
+  for (const char* name : {"cpu", "x86_64-avx2", "x86_64-avx512"}) {
+    const target::Target& t = *target::find(name);
+    std::vector<std::unique_ptr<Context>> ctxs;
+    std::vector<Program> progs;
+    std::string src = render::c_preamble();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const cast_cases::CastCase& c = cases[i];
+      ctxs.push_back(std::make_unique<Context>());
+      const UOp* n = ctxs.back()->var("N", 1, 1024);
+      Tensor x = Tensor::input(*ctxs.back(), "x", c.from, {n});
+      Program p{{x}, {x.cast(c.to) * 2}, {}};
+      p.sched = schedule::schedule(p.ins, p.outs, "cast" + std::to_string(i));
+      std::string k = c_source(p.sched, &t);
+      // where both dtypes are 32 or both 64 bits wide, the loop runs in lanes: the cast is a vector's
+      if (bitsize(c.from) == bitsize(c.to) && bitsize(c.from) >= 32) {
+        EXPECT_NE(k.find("__builtin_convertvector("), std::string::npos) << name << " " << cast_cases::name(c) << "\n"
+                                                                         << k;
+      }
+      src += k;
+      progs.push_back(std::move(p));
+    }
+    std::vector<std::string> flags = kStrict;
+    if (runs_here(t)) flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
+    crun::Library lib = crun::Library::compile(src, flags);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const cast_cases::CastCase& c = cases[i];
+      for (int64_t len : {int64_t(512), int64_t(515)}) {
+        std::vector<std::vector<double>> in{cast_cases::inputs(c, size_t(len), uint64_t(len) * 31 + i)};
+        std::map<std::string, int64_t> vars{{"N", len}, {".cores", 1}};
+        oracle::Bindings b;
+        b.vars = vars;
+        b.inputs[progs[i].ins[0].uop()->arg<ParamArg>().slot] = in[0];
+        std::vector<interp::Output> got = crun::run_schedule(progs[i].sched, lib, vars, in);
+        std::vector<double> want = oracle::evaluate(progs[i].outs[0].uop(), b).doubles();
+        ASSERT_EQ(got[0].values.size(), want.size());
+        double tol = tolerance(c.to);
+        for (size_t j = 0; j < want.size(); ++j) {
+          double g = got[0].values[j], w = want[j], exact = cast_cases::native_cast_times_two(c, in[0][j]);
+          bool near = std::isnan(w)   ? std::isnan(g)
+                      : std::isinf(w) ? g == w
+                                      : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
+          // the oracle computes in float64: where float32 overflows, its infinity is right
+          near |= std::isinf(g) && std::isinf(exact) && g == exact;
+          bool same = std::isnan(exact) ? std::isnan(g) : std::memcmp(&g, &exact, sizeof g) == 0;
+          ASSERT_TRUE(near && same) << name << " " << cast_cases::name(c) << " N=" << len << " at " << j
+                                    << ": x = " << in[0][j] << ", got " << g << ", oracle " << w << ", C " << exact;
+        }
+      }
+    }
+  }
 }
 
 TEST_F(CodegenTest, ALanesIndexStoredAsAValueIsEveryLanesOwn) {

@@ -350,5 +350,24 @@ TEST(DivMod, RandomDifferential) {
   EXPECT_EQ(checked, 2000 * 20);
 }
 
+// A remainder term whose maximum is exactly the divisor it is split off by: (2a + b) % 4 with b in
+// [0, 2] may not become ((a + b // 2) % 2) * 2 + b (4 at a = 0, b = 2). Every value, against the
+// arithmetic written out.
+TEST(DivMod, NestByFactorKeepsARemainderThatReachesTheFactor) {
+  Context ctx;
+  const UOp* a = ctx.var("a", 0, 3);
+  const UOp* b = ctx.var("b", 0, 2);
+  const UOp* e = (Expr(a) * 2 + Expr(b)) % 4;
+  const UOp* s = simplify(e);
+  for (int64_t av = 0; av <= 3; ++av)
+    for (int64_t bv = 0; bv <= 2; ++bv) {
+      std::optional<int64_t> got = evaluate(s, {{a, av}, {b, bv}});
+      ASSERT_TRUE(got.has_value()) << print(s);
+      EXPECT_EQ(*got, (2 * av + bv) % 4) << "a=" << av << " b=" << bv << ": " << print(s);
+      EXPECT_GE(*got, s->imin()) << print(s);
+      EXPECT_LE(*got, s->imax()) << print(s);
+    }
+}
+
 }  // namespace
 }  // namespace kiln

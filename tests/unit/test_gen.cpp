@@ -157,6 +157,26 @@ TEST_F(GenTest, ExplainSaysWhichVariantACallTakesAndWhy) {
   EXPECT_EQ(s, "kiln: error: no kernel named 'nope'\n");
 }
 
+// multiples of half a bucket (M = 8 mod 16, N = 32 mod 64) are in no bucket: each guard says why
+TEST_F(GenTest, ExplainAtMultiplesOfHalfABucket) {
+  emit::GenOptions o = opts("lib", {"cpu"}, {write("h.kiln", kSpec)});
+  bool ok = false;
+  EXPECT_EQ(emit::explain(o, "gemm", {{"M", 24}, {"K", 5}, {"N", 96}}, 0u, &ok),
+            "gemm with M=24 N=96 K=5:\n"
+            "  gemm[M1_Nx64] on cpu (M == 1 && N % 64 == 0): skipped, M = 24 is not 1\n"
+            "  gemm[M1] on cpu (M == 1): skipped, M = 24 is not 1\n"
+            "  gemm[Mx16_Nx64] on cpu (M % 16 == 0 && N % 64 == 0): skipped, M = 24 is not a multiple of 16\n"
+            "  gemm[Mx16] on cpu (M % 16 == 0): skipped, M = 24 is not a multiple of 16\n"
+            "  gemm[Nx64] on cpu (N % 64 == 0): skipped, N = 96 is not a multiple of 64\n"
+            "  gemm[any] on cpu (any shape in range): taken\n");
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(emit::explain(o, "gemm", {{"M", 1}, {"K", 5}, {"N", 32}}, 0u, &ok),
+            "gemm with M=1 N=32 K=5:\n"
+            "  gemm[M1_Nx64] on cpu (M == 1 && N % 64 == 0): skipped, N = 32 is not a multiple of 64\n"
+            "  gemm[M1] on cpu (M == 1): taken\n");
+  EXPECT_TRUE(ok);
+}
+
 TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   std::string spec = write("d.kiln", kSpec);
   auto error = [](const emit::GenOptions& o) {

@@ -22,6 +22,7 @@
 #include "generator/target/llvm_compile.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
+#include "tests/unit/cast_cases.h"
 #include "tests/unit/kernel_kinds.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
@@ -218,6 +219,31 @@ TEST_F(LlvmTest, CastsBetweenEveryDtype) {
       outs.push_back(src.cast(to));
     }
     expect_matches(outs);
+  }
+}
+
+// y = x.cast(to) * 2 for every cast of cast_cases.h in lane loops of each object target's width (32
+// and 64 bytes), on random inputs and each cast's edge values, at a length of whole vectors and a
+// tail: against the oracle and, bit for bit, the C (whose conversions the C tests check
+// against the host compiler's); where both dtypes are 32 or both 64 bits wide the cast is a vector's
+TEST_F(LlvmTest, CastsInLaneLoops) {
+  for (const cast_cases::CastCase& c : cast_cases::cases()) {
+    ins.clear();
+    const UOp* n = ctx.var("N", 1, 1024);
+    Tensor x = input("x", {n}, c.from);
+    std::vector<Tensor> outs{x.cast(c.to) * 2};
+    if (bitsize(c.from) == bitsize(c.to) && bitsize(c.from) >= 32) {
+      schedule::Schedule s = schedule::schedule(ins, outs, "probe");
+      Compiled compiled = compile(s);
+      for (const char* name : kTargets) {
+        std::string ir = compiled.module(tgt(name), s.vars);
+        int lanes = tgt(name).vector_bytes * 8 / bitsize(c.from);
+        EXPECT_NE(ir.find(" <" + std::to_string(lanes) + " x "), std::string::npos)
+            << name << " " << cast_cases::name(c) << "\n"
+            << ir;
+      }
+    }
+    expect_matches(outs, {{{"N", 515}}}, {cast_cases::inputs(c, 515, 17)});
   }
 }
 

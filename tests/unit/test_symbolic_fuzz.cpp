@@ -5,6 +5,8 @@
 // points and at every corner of the variables' box. The promises defended: the value never
 // changes, every value lies inside the [vmin, vmax] of its node (original and simplified), and a
 // second pass changes nothing. Failures are counted, shrunk to a minimal expression and printed.
+// Three generators: random trees, index math at the carriers' edges, and sums whose remainder
+// terms reach exactly the divisor or a factor of it (checked at every point of their box).
 //
 // TextFuzz: random graphs of every dtype and arg kind survive print -> parse and
 // print_graph -> parse as the very same interned pointer.
@@ -627,6 +629,76 @@ class WideExprGen {
   std::vector<Var> vars_;
 };
 
+// ---------------------------------------------------------------- remainders at the divisor
+
+// Sums of scaled variables divided or reduced by a constant d with a factor g (1 < g < d where d
+// has one), where each variable's range is chosen so that its term's maximum lands on a boundary:
+// g - 1, g, g + 1, d - 1, d or d + 1 (the rules that split a sum by g or by d hold or fail right
+// there; (2a + b) % 4 with b in [0, 2] is one). The box is small: every point is checked.
+class BoundaryExprGen {
+ public:
+  BoundaryExprGen(Rng& rng, Context& ctx) : rng_(rng), ctx_(ctx) {
+    static const int64_t kDivisors[] = {2, 3, 4, 6, 8, 9, 12, 16};
+    d_ = kDivisors[rng_.uniform(0, 7)];
+    std::vector<int64_t> factors;
+    for (int64_t f = 2; f < d_; ++f)
+      if (d_ % f == 0) factors.push_back(f);
+    g_ = factors.empty() ? d_ : rng_.pick(factors);
+    static const char* const kNames[] = {"a", "b", "c"};
+    int n = int(rng_.uniform(2, 3));
+    for (int i = 0; i < n; ++i) {
+      // a term in whole multiples of g, or a remainder term whose maximum is at a boundary
+      int64_t coef = rng_.chance(50) ? g_ * rng_.uniform(1, 3) : rng_.uniform(1, std::max<int64_t>(1, g_ - 1));
+      int64_t target = rng_.pick(std::vector<int64_t>{g_ - 1, g_, g_, g_ + 1, d_ - 1, d_, d_, d_ + 1, 2 * d_, d_ * g_});
+      int64_t hi = std::max<int64_t>(0, target / coef), lo = rng_.chance(20) ? -rng_.uniform(1, 3) : 0;
+      if (rng_.chance(15)) lo = hi = target / coef;  // a single value
+      vars_.push_back({ctx_.var(kNames[i], lo, hi), lo, hi, 1});
+      coefs_.push_back(coef);
+    }
+  }
+  const std::vector<Var>& vars() const { return vars_; }
+
+  const UOp* root() {
+    Expr num = Expr(vars_[0].u) * coefs_[0];
+    for (size_t i = 1; i < vars_.size(); ++i) num = num + Expr(vars_[i].u) * coefs_[i];
+    if (rng_.chance(30)) num = num + rng_.uniform(-d_, d_);
+    switch (rng_.weighted({4, 3, 1, 1, 1})) {
+      case 0:
+        return num % d_;
+      case 1:
+        return num / d_;
+      case 2:
+        return (num % d_) / g_;
+      case 3:
+        return (num / g_) % std::max<int64_t>(1, d_ / g_);
+      default:
+        return (num % d_) * 2 + Expr(num / d_);
+    }
+  }
+
+  // every point of the box
+  std::vector<Point> points(int) const {
+    std::vector<Point> out{Point(vars_.size())};
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      std::vector<Point> next;
+      for (const Point& p : out)
+        for (int64_t v = vars_[i].lo; v <= vars_[i].hi; ++v) {
+          next.push_back(p);
+          next.back()[i] = v;
+        }
+      out = std::move(next);
+    }
+    return out;
+  }
+
+ private:
+  Rng& rng_;
+  Context& ctx_;
+  int64_t d_ = 1, g_ = 1;
+  std::vector<Var> vars_;
+  std::vector<int64_t> coefs_;
+};
+
 struct Matcher {
   const char* name;
   const PatternMatcher& pm;
@@ -701,6 +773,17 @@ TEST(SymbolicFuzz, CarrierEdgesAgainstExactEvaluation) {
                            << r.report;
   EXPECT_GT(r.changed, kCases / 3);
   EXPECT_GE(r.evaluated_points, kCases * (kRandomPoints + 2));
+}
+
+// The same promises where a remainder term's maximum is exactly the divisor, a factor of it, or one
+// off (the shapes the random trees rarely draw), at every point of each box.
+TEST(SymbolicFuzz, RemaindersAtTheDivisorAgainstExactEvaluation) {
+  constexpr int kCases = 3'000;
+  FuzzResult r = fuzz<BoundaryExprGen>(0x626f756e'64617279ull, kCases, 0);  // "boundary"
+  EXPECT_EQ(r.failures, 0) << r.failures << " failing (case, matcher) pairs out of " << 2 * kCases << ":" << r.summary
+                           << r.report;
+  EXPECT_GT(r.changed, kCases / 2);
+  EXPECT_GE(r.evaluated_points, kCases * 4);
 }
 
 // ---------------------------------------------------------------- text round trip

@@ -113,7 +113,8 @@ TEST(NoHeapStatus, CopyAndMove) {
   Status c(StatusCode::Internal, "a longer message, to be overwritten");
   c = a;
   EXPECT_EQ(c.message(), "k: too big");
-  c = c;  // NOLINT: self-assignment keeps the message
+  Status& same = c;
+  c = same;  // self-assignment keeps the message
   EXPECT_EQ(c.message(), "k: too big");
   Status d = std::move(a);
   EXPECT_EQ(d.message(), "k: too big");

@@ -161,16 +161,17 @@ class StatusMessage {
   constexpr operator std::string_view() const noexcept { return {data_, size_}; }
   friend bool operator==(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) == b; }
   friend bool operator!=(const StatusMessage& a, std::string_view b) noexcept { return std::string_view(a) != b; }
-  // os << message, for any stream that takes a std::string_view (without <ostream> here)
-  template <class Stream>
-  friend auto operator<<(Stream& os, const StatusMessage& m) -> decltype(os << std::string_view(m)) {
-    return os << std::string_view(m);
-  }
 
  private:
   const char* data_;
   size_t size_;
 };
+
+// os << message, for any stream that takes a std::string_view (without <ostream> here). Outside
+// the class: its return type needs StatusMessage complete.
+template <class Stream> auto operator<<(Stream& os, const StatusMessage& m) -> decltype(os << std::string_view(m)) {
+  return os << std::string_view(m);
+}
 
 // Ok, or a code and a message, never on the heap: the message is copied into the Status, and one
 // longer than kMessageBytes - 1 bytes is cut to end "...". (A std::string converts to the

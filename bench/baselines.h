@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <unordered_map>
 
 #if KILN_BENCH_DNNL
 #include <omp.h>
@@ -22,3 +23,30 @@ float baseline_sum(const float* x, int64_t n);
 void baseline_softmax_rows(const float* x, float* y, int64_t m, int64_t n);
 void baseline_layernorm_rows(const float* x, float* y, int64_t m, int64_t n);
 }
+
+#if KILN_BENCH_DNNL
+// oneDNN's softmax or layernorm over the rows of an r x d matrix, from x into y, on the threads
+// omp_set_num_threads gave it
+struct DnnlRows {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{eng};
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
+  DnnlRows(bool softmax, int64_t r, int64_t d, float* x, float* y) {
+    dnnl::memory::desc md({r, d}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+    args = {{DNNL_ARG_SRC, dnnl::memory(md, eng, x)}, {DNNL_ARG_DST, dnnl::memory(md, eng, y)}};
+    if (softmax) {
+      dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
+      prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, eng));
+    } else {
+      dnnl::layer_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1e-5f,
+                                                   dnnl::normalization_flags::none);
+      prim = dnnl::layer_normalization_forward(dnnl::layer_normalization_forward::primitive_desc(desc, eng));
+    }
+  }
+  void operator()() {
+    prim.execute(stream, args);
+    stream.wait();
+  }
+};
+#endif

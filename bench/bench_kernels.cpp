@@ -151,24 +151,8 @@ void BM_RowsDnnl(benchmark::State& state, bool softmax) {
   omp_set_num_threads(int(state.range(0)));
   auto x = random_floats(size_t(kRows * kRows), 1);
   std::vector<float> y(static_cast<size_t>(kRows * kRows));
-  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(eng);
-  dnnl::memory::desc md({kRows, kRows}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
-  dnnl::memory src(md, eng, x.data()), dst(md, eng, y.data());
-  dnnl::primitive prim;
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
-  if (softmax) {
-    dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
-    prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, eng));
-  } else {
-    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, md, 1e-5f,
-                                              dnnl::normalization_flags::none);
-    prim = dnnl::layer_normalization_forward(dnnl::layer_normalization_forward::primitive_desc(d, eng));
-  }
-  for (auto _ : state) {
-    prim.execute(stream, args);
-    stream.wait();
-  }
+  DnnlRows rows(softmax, kRows, kRows, x.data(), y.data());
+  for (auto _ : state) rows();
   gbytes(state, 8.0 * double(kRows * kRows));
 }
 BENCHMARK_CAPTURE(BM_RowsDnnl, softmax, true)

@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "bench/random.h"
@@ -69,7 +70,8 @@ struct Conv {
 // one library's benchmarks: its namespace, its row name, whether it needs AVX-512
 #define KILN_TARGET_BENCHMARKS(LIB, ROW, AVX512)                                                           \
   void BM_Sgemm_##ROW(benchmark::State& state) {                                                           \
-    static Gemm g{state.range(1)};                                                                         \
+    static std::map<int64_t, Gemm> gemms; /* one per size: a row measures the size it names */             \
+    Gemm& g = gemms.try_emplace(state.range(1), Gemm{state.range(1)}).first->second;                       \
     const int64_t n = g.n;                                                                                 \
     measure(                                                                                               \
         state,                                                                                             \

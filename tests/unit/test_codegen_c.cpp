@@ -197,6 +197,63 @@ TEST(CodegenOpts, LongReductionsAreTiled) {
   EXPECT_LT(zero, blocks) << c;
 }
 
+// A matmul of symbolic M, N, K through the heuristics of each x86 target's C: the tile over the
+// largest multiples of its rows and columns, cleanup nests for the rest, K in blocks of 256 and
+// its last K % 256 steps on their own. Exact against the oracle on poisoned outputs at shapes
+// across the ranges: the bounds, one past a tile or a block, one short of it, and 1, at 1 and 3
+// cores.
+TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
+  Context ctx;
+  const UOp* m = ctx.var("M", 1, 40);
+  const UOp* n = ctx.var("N", 1, 80);
+  const UOp* k = ctx.var("K", 1, 700);
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {m, k}), b = Tensor::input(ctx, "b", dtypes::float32, {k, n});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  for (const char* name : {"cpu", "x86_64-avx2", "x86_64-avx512"}) {
+    const target::Target& t = *target::find(name);
+    codegen::PipelineOptions po;
+    po.target = &t;
+    std::vector<std::string> chosen;
+    po.applied_opts = &chosen;
+    std::string src = codegen::compile_to_c(s.kernels[0].ast, s.vars, po).source;
+    // the tile, then the cleanup nests' own opts
+    ASSERT_GE(chosen.size(), 4u) << name;
+    EXPECT_EQ(chosen[0].rfind("LANES(1, ", 0), 0u) << name << ": " << chosen[0];
+    EXPECT_EQ(chosen[1], "UPCAST(0, 8)") << name;
+    EXPECT_NE(src.find("< 256;"), std::string::npos) << name << ": no block of K\n" << src;
+    std::vector<std::string> flags = kStrict;
+    if (runs_here(t)) flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
+    crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);
+    std::mt19937_64 rng(11);
+    for (auto [mm, nn, kk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                                {7, 31, 255},
+                                                                                {8, 32, 256},
+                                                                                {9, 33, 257},
+                                                                                {17, 65, 512},
+                                                                                {23, 70, 600},
+                                                                                {40, 80, 700},
+                                                                                {16, 64, 513}}) {
+      oracle::Bindings bind;
+      bind.vars = {{"M", mm}, {"N", nn}, {"K", kk}};
+      std::vector<std::vector<double>> inputs = {random_input(dtypes::float32, size_t(mm * kk), rng),
+                                                 random_input(dtypes::float32, size_t(kk * nn), rng)};
+      bind.inputs[0] = inputs[0];
+      bind.inputs[1] = inputs[1];
+      std::vector<double> want = oracle::evaluate(outs[0].uop(), bind).doubles();
+      for (int64_t cores : {1, 3}) {
+        std::map<std::string, int64_t> vars = bind.vars;
+        vars[".cores"] = cores;
+        std::vector<interp::Output> got = crun::run_schedule(s, lib, vars, inputs);
+        ASSERT_EQ(got[0].values.size(), want.size());
+        for (size_t j = 0; j < want.size(); ++j)
+          ASSERT_NEAR(got[0].values[j], want[j], 1e-4 * std::max(1.0, std::abs(want[j])))
+              << name << " M=" << mm << " N=" << nn << " K=" << kk << " cores=" << cores << " at " << j;
+      }
+    }
+  }
+}
+
 TEST(CodegenOpts, OptsThatDoNotDivideAreRefused) {
   Context ctx;
   Tensor a = Tensor::input(ctx, "a", dtypes::float32, {6, 5}), b = Tensor::input(ctx, "b", dtypes::float32, {5, 7});

@@ -54,6 +54,16 @@ bool reads_consecutive_along(const UOp* sink, const UOp* r) {
   return true;
 }
 
+constexpr int64_t kLaneWidths[] = {64, 32, 16, 8, 4};
+
+// the lanes of a tile's row: the widest whose 8 rows of vectors (at least 2 each) fit in all but
+// 8 of the registers, else the widest (64)
+int64_t lane_width(int64_t item, int vector_registers, int vector_bytes) {
+  for (int64_t w : kLaneWidths)
+    if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) return w;
+  return kLaneWidths[0];
+}
+
 }  // namespace
 
 const UOp* store_shared_term(const UOp* sink) {
@@ -130,6 +140,27 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers
       }
     }
   };
+  // a tiled kernel whose columns or rows are not a known multiple of its tile (a symbolic dim, or
+  // N % 16 where the tile is 32 columns wide): the tile over the largest multiple, and a cleanup
+  // nest over the rest, each optimized on its own (rather than the whole call without a tile)
+  if (reduces && nest && axes.size() >= 2 && shares_reads_across(sink, axes[axes.size() - 2])) {
+    const UOp* store = sink->src(0)->src(0);
+    int64_t item = store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
+    int64_t lanes = item > 0 ? lane_width(item, vector_registers, vector_bytes) : 0;
+    int64_t rows = lanes * item / vector_bytes == 1 && 16 <= vector_registers - 8 ? 16 : 8;
+    NestSplit parts{nullptr, nullptr};
+    if (lanes > 0 && reads_consecutive_along(sink, axes.back())) parts = split_tail(sink, axes.back(), lanes);
+    if (!parts.first) parts = split_tail(sink, axes[axes.size() - 2], rows);
+    if (parts.first) {
+      const UOp* first = parts.first;
+      applied = hand_coded_optimizations(first, vector_registers, vector_bytes, threads);
+      const UOp* rest = renumber_ranges(parts.rest, first_free_axis(first));
+      std::vector<Opt> more = hand_coded_optimizations(rest, vector_registers, vector_bytes, threads);
+      applied.insert(applied.end(), more.begin(), more.end());
+      sink = join_nests(first, rest);
+      return applied;
+    }
+  }
   if (reduces) {
     // softmax's exp, once per element: stored in the output row, summed from there, scaled there
     if (const UOp* s = store_shared_term(sink)) sink = s;
@@ -144,18 +175,12 @@ std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers
     // 23 registers per step, 44 against 50 GFLOP/s on sgemm 1024^3; GCC's C is the same at both).
     // Smaller files (16 registers) keep 8 x 64 in L1: without packed operands, the tiles that fit
     // them are slower (AVX2 8 x 8: 20 against 27 GFLOP/s; 16-byte vectors 8 x 4: 8 against 16).
-    std::vector<int64_t> widths = {64, 32, 16, 8, 4};
+    std::vector<int64_t> widths(std::begin(kLaneWidths), std::end(kLaneWidths));
     const UOp* store = nest ? sink->src(0)->src(0) : nullptr;
     int64_t item = store && store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
-    if (rows && item > 0) {
-      int64_t fits = 0;  // the widest lanes whose 8 rows of vectors fit
-      for (int64_t w : widths)
-        if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) {
-          fits = w;
-          break;
-        }
-      if (fits > 0) widths.erase(widths.begin(), std::find(widths.begin(), widths.end(), fits));
-    }
+    if (rows && item > 0)
+      widths.erase(widths.begin(),
+                   std::find(widths.begin(), widths.end(), lane_width(item, vector_registers, vector_bytes)));
     int64_t lane_vectors = 0;  // the vectors one row of lanes takes
     if (!axes.empty() && reads_consecutive_along(sink, axes.back()))
       for (int64_t amt : widths)

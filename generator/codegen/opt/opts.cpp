@@ -228,25 +228,36 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   const UOp* red = st->src(1);
   if (red->op != Op::REDUCE || red->nsrc() != 2 || red->arg<ReduceArg>().op != Op::ADD) return nullptr;
   const UOp* k = red->src(1);
-  if (k->src(0)->op != Op::CONST || tile < 2) return nullptr;
-  int64_t n = k->src(0)->ival();
-  if (n % tile != 0 || n / tile < 2) return nullptr;
+  const UOp* n = k->src(0);
+  if (tile < 2) return nullptr;
+  // a constant length: whole blocks only; a symbolic one (a dim): blocks where it is long, the
+  // n % tile steps past the last block in a nest of their own
+  if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() < 2 * tile) return nullptr;
   Context& ctx = sink->ctx();
   int32_t next_axis = first_free_axis(sink);
   const UOp* idx = st->src(0);
   const UOp* out = idx->src(0);
+  // a nest of its own over copies of the output loops (`clones`, filled here), storing `body`
+  // (which uses the copies)
+  auto own_nest = [&](std::unordered_map<const UOp*, const UOp*>& clones) {
+    for (const UOp* r : end->src().subspan(1)) clones[r] = clone_range(r, next_axis++);
+  };
+  auto closed = [&](const UOp* body, std::unordered_map<const UOp*, const UOp*>& clones) {
+    std::vector<const UOp*> src{body};
+    for (const UOp* r : end->src().subspan(1)) src.push_back(clones.at(r));
+    return ctx.make(Op::END, dtypes::void_, src);
+  };
   // the output, zeroed over its own copy of the output loops
-  std::unordered_map<const UOp*, const UOp*> clones;
-  std::vector<const UOp*> init_src{nullptr};
-  for (const UOp* r : end->src().subspan(1)) init_src.push_back(clones[r] = clone_range(r, next_axis++));
   const UOp* zero = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
-  init_src[0] = ctx.make(Op::STORE, dtypes::void_, {substitute(idx, clones), zero});
-  const UOp* init = ctx.make(Op::END, dtypes::void_, init_src);
+  std::unordered_map<const UOp*, const UOp*> init_loops;
+  own_nest(init_loops);
+  const UOp* init = closed(ctx.make(Op::STORE, dtypes::void_, {substitute(idx, init_loops), zero}), init_loops);
   // k = block * tile + step; each block adds its partial sum to what the output holds
   RangeArg block_arg = k->arg<RangeArg>();
   block_arg.type = AxisType::Loop;
   block_arg.sub = 0;
-  const UOp* block = ctx.make(Op::RANGE, k->dtype, {ctx.cint(n / tile, k->dtype)}, block_arg);
+  const UOp* blocks = n->op == Op::CONST ? ctx.cint(n->ival() / tile, k->dtype) : simplify(Expr(n) / tile);
+  const UOp* block = ctx.make(Op::RANGE, k->dtype, {blocks}, block_arg);
   const UOp* step =
       ctx.make(Op::RANGE, k->dtype, {ctx.cint(tile, k->dtype)}, RangeArg{next_axis++, AxisType::Reduce, -1});
   const UOp* kk = ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {block, ctx.cint(tile, k->dtype)}), step});
@@ -257,7 +268,20 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   const UOp* sum = ctx.make(Op::ADD, red->dtype, {before, partial});
   std::vector<const UOp*> rmw_src{ctx.make(Op::STORE, dtypes::void_, {idx, sum}), block};
   rmw_src.insert(rmw_src.end(), end->src().begin() + 1, end->src().end());
-  return ctx.make(Op::SINK, dtypes::void_, {init, ctx.make(Op::END, dtypes::void_, rmw_src)}, sink->arg());
+  const UOp* rmw = ctx.make(Op::END, dtypes::void_, rmw_src);
+  const UOp* left = n->op == Op::CONST ? ctx.cint(0, k->dtype) : simplify(Expr(n) % tile);
+  if (left->op == Op::CONST && left->ival() == 0) return ctx.make(Op::SINK, dtypes::void_, {init, rmw}, sink->arg());
+  // the steps past the last whole block, added after every block has been
+  const UOp* rest = ctx.make(Op::RANGE, k->dtype, {left}, RangeArg{next_axis++, AxisType::Reduce, -1});
+  const UOp* tail =
+      ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, Expr(blocks) * tile + rest), rest}, red->arg());
+  std::unordered_map<const UOp*, const UOp*> rest_loops;
+  own_nest(rest_loops);
+  const UOp* rest_idx = substitute(idx, rest_loops);
+  const UOp* done = ctx.make(Op::INDEX, idx->dtype, {ctx.make(Op::AFTER, out->dtype, {out, rmw}), rest_idx->src(1)});
+  const UOp* rest_sum = ctx.make(Op::ADD, red->dtype, {done, substitute(tail, rest_loops)});
+  const UOp* last = closed(ctx.make(Op::STORE, dtypes::void_, {rest_idx, rest_sum}), rest_loops);
+  return ctx.make(Op::SINK, dtypes::void_, {init, rmw, last}, sink->arg());
 }
 
 namespace {
@@ -423,6 +447,41 @@ const UOp* split_store_lanes(const UOp* sink) {
   RewriteOptions o;
   o.name = "apply opts";
   return graph_rewrite(sink, pm, &sl, o);
+}
+
+NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END || f < 2) return {nullptr, nullptr};
+  const UOp* end = sink->src(0);
+  if (std::find(end->src().begin() + 1, end->src().end(), r) == end->src().end()) return {nullptr, nullptr};
+  if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop || r->arg<RangeArg>().sub >= 0)
+    return {nullptr, nullptr};
+  const UOp* n = r->src(0);
+  if (n->divides(f) || n->imax() < f) return {nullptr, nullptr};
+  Context& ctx = sink->ctx();
+  // n / f * f, kept a product so that f is seen to divide it
+  const UOp* whole = n->op == Op::CONST ? ctx.cint(n->ival() / f * f, r->dtype)
+                                        : ctx.make(Op::MUL, r->dtype, {simplify(Expr(n) / f), ctx.cint(f, r->dtype)});
+  const UOp* left = n->op == Op::CONST ? ctx.cint(n->ival() % f, r->dtype) : simplify(Expr(n) % f);
+  RangeArg rest_arg = r->arg<RangeArg>();
+  rest_arg.axis = first_free_axis(sink);
+  const UOp* main_r = ctx.make(Op::RANGE, r->dtype, {whole}, r->arg());
+  const UOp* rest_r = ctx.make(Op::RANGE, r->dtype, {left}, rest_arg);
+  const UOp* first = replace_ranges(sink, {{r, RangeReplacement{main_r, {main_r}}}});
+  const UOp* rest = replace_ranges(sink, {{r, RangeReplacement{Expr(whole) + rest_r, {rest_r}}}});
+  return {first, rest};
+}
+
+const UOp* renumber_ranges(const UOp* sink, int32_t first_axis) {
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE) map[u] = clone_range(u, first_axis++);
+  return substitute(sink, map);
+}
+
+const UOp* join_nests(const UOp* a, const UOp* b) {
+  std::vector<const UOp*> src(a->src().begin(), a->src().end());
+  src.insert(src.end(), b->src().begin(), b->src().end());
+  return a->ctx().make(Op::SINK, dtypes::void_, src, a->arg());
 }
 
 const UOp* mark_thread_axis(const UOp* sink) {

@@ -42,6 +42,27 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr
 // that form or the reduction is not a multiple of 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
 
+// The cleanup tile of a symbolic (or odd) output loop. Splits the loop `r` of a kernel with one
+// loop nest (SINK(END(STORE, ranges...))) into two kernels of one nest each, which together store
+// what it stored: `first` over the largest multiple of `f` in r's end n (n / f * f iterations, a
+// known multiple of f, so LANES and UPCAST by f apply there), `rest` over the n % f iterations
+// past it. The two share ranges; renumber `rest` before joining them (join_nests). Returns
+// {nullptr, nullptr} when r is not an output loop of the nest, or f already divides n, or n is
+// never as large as f.
+struct NestSplit {
+  const UOp* first;
+  const UOp* rest;
+};
+NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f);
+
+// Every range of `sink` again, with axes from `first_axis` on (in the order the ranges are
+// found), so that it shares no range with a kernel it is joined with.
+const UOp* renumber_ranges(const UOp* sink, int32_t first_axis);
+
+// One kernel that runs both kernels' nests, `a`'s first (they must store disjoint elements and
+// share no range).
+const UOp* join_nests(const UOp* a, const UOp* b);
+
 // Marks the outermost output loop Thread: the cores share it (the stage "gpu dims" gives each
 // core its part). Returns nullptr for a kernel without such a loop; a kernel with no Thread loop
 // runs whole on core 0.

@@ -198,8 +198,8 @@ TEST(CodegenOpts, LongReductionsAreTiled) {
 }
 
 // A matmul of symbolic M, N, K through the heuristics of each x86 target's C: the tile over the
-// largest multiples of its rows and columns, cleanup nests for the rest, K in blocks of 256 and
-// its last K % 256 steps on their own. Exact against the oracle on poisoned outputs at shapes
+// largest multiples of its rows and columns, cleanup nests for the rest, K in blocks of 64 and
+// its last K % 64 steps on their own. Exact against the oracle on poisoned outputs at shapes
 // across the ranges: the bounds, one past a tile or a block, one short of it, and 1, at 1 and 3
 // cores.
 TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
@@ -221,7 +221,7 @@ TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
     ASSERT_GE(chosen.size(), 4u) << name;
     EXPECT_EQ(chosen[0].rfind("LANES(1, ", 0), 0u) << name << ": " << chosen[0];
     EXPECT_EQ(chosen[1], "UPCAST(0, 8)") << name;
-    EXPECT_NE(src.find("< 256;"), std::string::npos) << name << ": no block of K\n" << src;
+    EXPECT_NE(src.find("< 64;"), std::string::npos) << name << ": no block of K\n" << src;
     std::vector<std::string> flags = kStrict;
     if (runs_here(t)) flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
     crun::Library lib = crun::Library::compile(render::c_preamble() + src, flags);

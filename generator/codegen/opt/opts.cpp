@@ -456,7 +456,8 @@ NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f) {
   if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop || r->arg<RangeArg>().sub >= 0)
     return {nullptr, nullptr};
   const UOp* n = r->src(0);
-  if (n->divides(f) || n->imax() < f) return {nullptr, nullptr};
+  // a constant end holds at least two tiles (one tile and a rest pays nothing over narrower lanes)
+  if (n->divides(f) || (n->op == Op::CONST ? n->ival() < 2 * f : n->imax() < f)) return {nullptr, nullptr};
   Context& ctx = sink->ctx();
   // n / f * f, kept a product so that f is seen to divide it
   const UOp* whole = n->op == Op::CONST ? ctx.cint(n->ival() / f * f, r->dtype)
@@ -467,6 +468,17 @@ NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f) {
   const UOp* main_r = ctx.make(Op::RANGE, r->dtype, {whole}, r->arg());
   const UOp* rest_r = ctx.make(Op::RANGE, r->dtype, {left}, rest_arg);
   const UOp* first = replace_ranges(sink, {{r, RangeReplacement{main_r, {main_r}}}});
+  if (left->op == Op::CONST && left->ival() == 1) {
+    // one iteration past the tiles is no loop (symbolic would fold a range of one): r is `whole`
+    // there, and a nest left without ranges is its store
+    const UOp* rest = replace_ranges(sink, {{r, RangeReplacement{whole, {}}}});
+    if (rest->src(0)->nsrc() == 1) {
+      const UOp* store = rest->src(0)->src(0);
+      rest = rest->with_src(std::span<const UOp* const>(&store, 1));
+    }
+    return {first, rest};
+  }
+  if (left->imax() < 2) return {nullptr, nullptr};  // a symbolic rest of at most one iteration
   const UOp* rest = replace_ranges(sink, {{r, RangeReplacement{Expr(whole) + rest_r, {rest_r}}}});
   return {first, rest};
 }

@@ -38,8 +38,10 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr
 // Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): the output is
 // zeroed first, then for each block of `tile` steps of k the block's partial sums are added to
 // it, with the block loop outside the output loops. A block of B then stays in cache (and its
-// pages in the TLB) while every output tile uses it. Returns nullptr when the kernel is not of
-// that form or the reduction is not a multiple of 2 * tile.
+// pages in the TLB) while every output tile uses it. A symbolic length n (a dim) runs n / tile
+// blocks, then its last n % tile steps in a nest of their own. Returns nullptr when the kernel is
+// not of that form, or a constant length is not a multiple of 2 * tile, or a symbolic one is
+// never as long as 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
 
 // The cleanup tile of a symbolic (or odd) output loop. Splits the loop `r` of a kernel with one
@@ -48,7 +50,8 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile);
 // known multiple of f, so LANES and UPCAST by f apply there), `rest` over the n % f iterations
 // past it. The two share ranges; renumber `rest` before joining them (join_nests). Returns
 // {nullptr, nullptr} when r is not an output loop of the nest, or f already divides n, or n is
-// never as large as f.
+// never as large as f (a constant: as 2 * f). One iteration past the tiles is no loop: `rest`
+// stores it alone.
 struct NestSplit {
   const UOp* first;
   const UOp* rest;

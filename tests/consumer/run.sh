@@ -2,7 +2,8 @@
 # Builds and runs the consumer project exactly as a user would, against an *installed* kiln:
 #   1. cmake --install the kiln build into a fresh prefix;
 #   2. configure tests/consumer (a copy, so nothing in the checkout changes) with
-#      find_package(kiln), build it with Ninja, run the app (it checks every result);
+#      find_package(kiln), build it with Ninja, run the app (it checks every result) and the C99
+#      program capp (the C entry points: results, and each bad call's status and message);
 #   3. drive Ninja: a no-op build runs nothing; touching the spec re-runs kiln gen and nothing
 #      else (its outputs keep their bytes); changing the spec regenerates and rebuilds the
 #      library and relinks the app, and the app still passes;
@@ -21,6 +22,10 @@ cmake --build "$work/build"
 
 echo "== run the app"
 "$work/build/app"
+
+echo "== run the C program (C99, -Wall -Werror)"
+"$work/build/capp"
+grep -q -- "-std=c99" <<<"$(ninja -C "$work/build" -t commands capp | grep -F capp.c)" || fail "capp.c is not compiled as C99"
 
 echo "== a no-op build runs nothing"
 out="$(ninja -C "$work/build")"

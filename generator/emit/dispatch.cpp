@@ -27,9 +27,10 @@ std::string Generator::dispatch(size_t fi) const {
   }
   s += "\nnamespace {\n\nusing Guard = kiln::detail::Guard;\nusing Variant = kiln::detail::Variant;\n\n";
   // a runtime of another ABI would misread the tables and descriptors: refused, at every call
-  s += "// the runtime linked must speak the ABI this file was generated for: asked at the first call\n"
-       "bool abi_ok() {\n  static const bool ok = kiln::detail::abi_check(" +
-       std::to_string(kAbiVersion) + ", \"" + o_.name + "\").ok();\n  return ok;\n}\n\n";
+  if (!ks.empty())
+    s += "// the runtime linked must speak the ABI this file was generated for: asked at the first call\n"
+         "bool abi_ok() {\n  static const bool ok = kiln::detail::abi_check(" +
+         std::to_string(kAbiVersion) + ", \"" + o_.name + "\").ok();\n  return ok;\n}\n\n";
   for (const KernelInfo* k : ks) s += dispatch_kernel(*k);
   s += "}  // namespace\n\nnamespace " + o_.name + " {\n";
   for (const KernelInfo* k : ks) s += entry_points(*k);

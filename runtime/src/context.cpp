@@ -205,6 +205,11 @@ class Pool {
 
 }  // namespace
 
+// an allocator that lacks a function is none: the heap
+static const kiln_allocator_t* usable(const kiln_allocator_t* a) {
+  return a != nullptr && a->alloc != nullptr && a->free != nullptr ? a : nullptr;
+}
+
 struct Context::Impl {
   explicit Impl(const kiln_allocator_t* a)
       : allocator(a ? *a : kiln_allocator_t{}), own_workspace(a ? &allocator : nullptr) {}
@@ -224,7 +229,8 @@ Context::Context() : Context(hardware_threads()) {}
 Context::Context(int threads) : Context(threads, nullptr) {}
 
 #if KILN_HEAP
-Context::Context(int threads, const kiln_allocator_t* allocator) : threads_(clamp_threads(threads)), impl_(nullptr) {
+Context::Context(int threads, const kiln_allocator_t* given) : threads_(clamp_threads(threads)), impl_(nullptr) {
+  const kiln_allocator_t* allocator = usable(given);
   if (allocator == nullptr) {
     impl_ = new Impl(nullptr);
     return;
@@ -251,7 +257,7 @@ inline Context::Impl& Context::impl() noexcept { return *impl_; }
 Context::Context(int threads, const kiln_allocator_t* allocator) : threads_(clamp_threads(threads)) {
   static_assert(sizeof(Impl) <= sizeof(impl_) && alignof(Impl) <= alignof(std::max_align_t),
                 "kiln: Context's in-place storage (kiln.h) is too small for its Impl");
-  new (impl_) Impl(allocator);
+  new (impl_) Impl(usable(allocator));
 }
 
 Context::~Context() { impl().~Impl(); }

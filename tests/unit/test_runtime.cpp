@@ -888,6 +888,20 @@ TEST(RuntimeCApi, AContextsMemoryComesFromItsAllocator) {
   kiln_context_destroy(ctx);
   EXPECT_EQ(t.frees, 3);
 
+  // kiln::Context takes one too; one that lacks a function is none (its blocks would go to the wrong free)
+  {
+    TestAllocator c;
+    Context with(1, &c.c);
+    EXPECT_TRUE(with.ok());
+    EXPECT_NE(detail::workspace(&with, 100, &s), nullptr);
+    EXPECT_EQ(c.allocs, KILN_HEAP ? 2 : 1);
+    kiln_allocator_t half = c.c;
+    half.free = nullptr;
+    Context without(1, &half);
+    EXPECT_NE(detail::workspace(&without, 100, &s), nullptr);
+    EXPECT_EQ(c.allocs, KILN_HEAP ? 2 : 1);
+  }
+
   // the allocator fails the context, then its state: a status, and nothing kept
   for (int fail = 1; fail <= 2; ++fail) {
     TestAllocator f;

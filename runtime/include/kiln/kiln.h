@@ -285,7 +285,8 @@ class Context {
 
   Context();  // std::thread::hardware_concurrency() threads
   explicit Context(int threads);
-  // Its state and its own workspace from `allocator` (copied; nullptr: the heap). Should the
+  // Its state and its own workspace from `allocator` (copied; nullptr, or one without both
+  // functions: the heap). Should the
   // allocator give nothing for the state, ok() is false and the Context must only be destroyed.
   Context(int threads, const kiln_allocator_t* allocator);
   ~Context();  // joins the pool's threads

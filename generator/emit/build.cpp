@@ -138,7 +138,7 @@ bool Generator::build_kernels(size_t fi, std::string& err, const std::string* on
     std::vector<std::string> names;
     for (const Arg& a : ki.args) names.push_back(a.name);
     // the header's parameters; ctx is the last one's, kiln and std are namespaces it names
-    std::vector<std::string> cxx = cxx_parameter_names(names, {"ctx", "kiln", "std"});
+    std::vector<std::string> cxx = cxx_parameter_names(names, {"ctx", "kiln", "std", "restrict"});  // restrict: C's
     for (size_t i = 0; i < ki.args.size(); ++i) ki.args[i].cxx = cxx[i];
     std::sort(ki.dims.begin(), ki.dims.end());
     if (!build_variants(f, k, ki, err)) return false;

@@ -26,10 +26,17 @@ std::string Generator::dispatch(size_t fi) const {
     if (!t->arch_guard.empty()) s += "#endif\n";
   }
   s += "\nnamespace {\n\nusing Guard = kiln::detail::Guard;\nusing Variant = kiln::detail::Variant;\n\n";
+  // a runtime of another ABI would misread the tables and descriptors: refused, at every call
+  if (!ks.empty())
+    s += "// the runtime linked must speak the ABI this file was generated for: asked at the first call\n"
+         "bool abi_ok() {\n  static const bool ok = kiln::detail::abi_check(" +
+         std::to_string(kAbiVersion) + ", \"" + o_.name + "\").ok();\n  return ok;\n}\n\n";
   for (const KernelInfo* k : ks) s += dispatch_kernel(*k);
   s += "}  // namespace\n\nnamespace " + o_.name + " {\n";
   for (const KernelInfo* k : ks) s += entry_points(*k);
-  return s + "\n}  // namespace " + o_.name + "\n";
+  s += "\n}  // namespace " + o_.name + "\n";
+  for (const KernelInfo* k : ks) s += c_entry_points(*k);
+  return s;
 }
 
 // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
@@ -198,6 +205,8 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   std::string names;
   for (size_t i = 0; i < k.args.size(); ++i) names += param(k, i, false) + ", ";
   std::string s = "\nkiln::Status " + k.name + "(" + signature(k, false, false) + ", kiln::Context* ctx) {\n" + init;
+  s += "  if (!::abi_ok()) return ::kiln::detail::abi_check(" + std::to_string(kAbiVersion) + ", \"" + o_.name +
+       "\");\n";
   s += "  kiln::Status st = ::bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
   s += "  void* const args[] = {";
   for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
@@ -222,6 +231,27 @@ std::string Generator::entry_points(const KernelInfo& k) const {
        "d);\n  if (!st.ok()) return \"error: \" + std::string(st.message());\n";
   s += "  return ::kiln::detail::explain(\"" + k.name + "\", ::kVariants_" + k.name + ", ::kVariantCount_" + k.name +
        ", d, ::kDimNames_" + k.name + ");\n}\n";
+  return s;
+}
+
+// <lib>_<kernel>: the C++ entry point behind the C checks (the descriptors and the context are
+// there); its status made with the context's allocator
+std::string Generator::c_entry_points(const KernelInfo& k) const {
+  const std::string kq = "\"" + k.name + "\"", lib = o_.name, c_name = lib + "_" + k.name;
+  std::string s = "\nextern \"C\" kiln_status_t " + c_name + "(" + c_signature(k, false) + ") {\n";
+  s += "  if (!::abi_ok()) return ::kiln::detail::to_c(::kiln::detail::abi_check(" + std::to_string(kAbiVersion) +
+       ", \"" + lib + "\"), ctx);\n";
+  s += "  if (ctx == nullptr) return ::kiln::detail::to_c(::kiln::detail::no_context(" + kq + "), nullptr);\n";
+  for (size_t i = 0; i < k.args.size(); ++i)
+    s += "  if (" + param(k, i, false) + " == nullptr) return ::kiln::detail::to_c(::kiln::detail::null_tensor(" + kq +
+         ", \"" + k.args[i].name + "\"), ctx);\n";
+  s += "  return ::kiln::detail::to_c(::" + lib + "::" + k.name + "(";
+  for (size_t i = 0; i < k.args.size(); ++i) s += "::kiln::TensorView(*" + param(k, i, false) + "), ";
+  s += "::kiln::from_c(ctx)), ctx);\n}\n";
+  std::string dims;
+  for (int32_t i : k.dims) dims += (dims.empty() ? "" : ", ") + std::string("dim") + std::to_string(i);
+  s += "\nextern \"C\" size_t " + c_name + "_workspace_size(" + dims_params(k, false) + ") {\n  return ::" + lib +
+       "::" + k.name + "_workspace_size(" + dims + ");\n}\n";
   return s;
 }
 

@@ -19,6 +19,10 @@ namespace kiln::emit::detail {
 
 using frontend::Specialization;
 
+// the ABI the generated files are for: KILN_ABI_VERSION of runtime/include/kiln/kernel_abi.h then
+// (the manifests' "kiln_abi", the kernel files' #error, the entry points' run-time check)
+constexpr int kAbiVersion = 1;
+
 std::string base_name(const std::string& path);
 
 struct SpecFile {
@@ -127,6 +131,8 @@ class Generator {
   // clash with their locals, whatever the spec's names)
   static std::string param(const KernelInfo& k, size_t i, bool header);
   std::string signature(const KernelInfo& k, bool defaults, bool header = true) const;
+  // the C entry point's parameters: a descriptor per argument, then the context
+  static std::string c_signature(const KernelInfo& k, bool header);
   std::string arg_text(const Arg& a, const SpecFile& f) const;
   std::string dims_params(const KernelInfo& k, bool header = true) const;
   // L.h: the part headers (only the specs' names, so a build can write it without reading them)
@@ -145,6 +151,8 @@ class Generator {
   std::string extent_text(const KernelInfo& k, size_t i) const;
   size_t count_inputs(const KernelInfo& k) const;
   std::string entry_points(const KernelInfo& k) const;
+  // <lib>_<kernel> and <lib>_<kernel>_workspace_size, for C
+  std::string c_entry_points(const KernelInfo& k) const;
 
   // kernels.cpp
   std::string kernels_c(size_t fi, size_t ti) const;

@@ -20,8 +20,9 @@ std::string Generator::kernels_c(size_t fi, size_t ti) const {
     for (const std::string& fl : t.c_flags) s += " " + fl;
     s += " */\n";
   }
-  s += "#include <kiln/kernel_abi.h>\n#if KILN_ABI_VERSION != 1\n#error \"these kernels are for kiln ABI "
-       "1\"\n#endif\n";
+  const std::string abi = std::to_string(kAbiVersion);
+  s += "#include <kiln/kernel_abi.h>\n#if KILN_ABI_VERSION != " + abi + "\n#error \"these kernels are for kiln ABI " +
+       abi + "\"\n#endif\n";
   if (!t.arch_guard.empty()) s += "#if " + t.arch_guard + "\n";
   s += render::c_preamble();
   for (const KernelInfo& k : kernels_)

@@ -75,7 +75,7 @@ std::string Generator::manifest_part(size_t fi) const {
   const std::string prefix = o_.name + "_" + sf.part;
   json m;
   m["library"] = o_.name;
-  m["kiln_abi"] = 1;
+  m["kiln_abi"] = kAbiVersion;
   m["spec"] = sf.base;
   json ts = json::array();
   for (size_t ti = 0; ti < targets_.size(); ++ti) {
@@ -175,7 +175,7 @@ std::string Generator::manifest_part(size_t fi) const {
 bool Generator::merge_manifests(const std::vector<std::string>& parts, std::string& out, std::string& err) {
   json m;
   m["library"] = o_.name;
-  m["kiln_abi"] = 1;
+  m["kiln_abi"] = kAbiVersion;
   json specs = json::array(), ts = json::array(), files = json::array({o_.name + ".h"}), ks = json::array();
   std::map<std::string, size_t> target_index;
   for (const Target* t : targets_) {
@@ -200,7 +200,7 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
       json p = json::parse(parts[i]);
       std::string why;
       if (p.at("library") != o_.name) why = "for library " + p.at("library").dump() + ", not " + o_.name;
-      if (why.empty() && p.at("kiln_abi") != 1) why = "for kiln ABI " + p.at("kiln_abi").dump();
+      if (why.empty() && p.at("kiln_abi") != kAbiVersion) why = "for kiln ABI " + p.at("kiln_abi").dump();
       if (why.empty() && p.at("spec") != base_name(o_.specs[i])) why = "for spec " + p.at("spec").dump();
       const json& pts = p.at("targets");
       bool same = pts.size() == targets_.size(), same_output = true;

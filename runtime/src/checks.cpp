@@ -1,5 +1,6 @@
-// The argument checks the generated dispatch glue runs before a kernel. Their messages are part
-// of the API (tests outside this repo match them): "<kernel>: argument <arg>: ...".
+// The argument checks the generated dispatch glue runs before a kernel, with the C entry points'
+// and the ABI check. Their messages are part of the API (tests outside this repo match them):
+// "<kernel>: argument <arg>: ...".
 #include "kiln/kiln.h"
 
 #include "message.h"
@@ -78,6 +79,24 @@ Status overlap_error(const char* kernel, const char* output, const char* other, 
   return (arg_error(kernel, output) << "output overlaps " << (other_is_output ? "output " : "input ") << other
                                     << " in memory (a kernel reads and writes its arguments as if they were apart)")
       .status(StatusCode::InvalidArgument);
+}
+
+Status no_context(const char* kernel) {
+  Message m;
+  m << kernel << ": no context (a C call needs one: kiln_context_create)";
+  return m.status(StatusCode::InvalidArgument);
+}
+
+Status null_tensor(const char* kernel, const char* arg) {
+  return (arg_error(kernel, arg) << "null kiln_tensor").status(StatusCode::InvalidArgument);
+}
+
+Status abi_check(int32_t abi, const char* library) {
+  if (abi == KILN_ABI_VERSION) return Status();
+  Message m;
+  m << (library ? library : "a kiln library") << ": generated for kiln ABI " << abi << ", but this runtime speaks ABI "
+    << KILN_ABI_VERSION << " (generate it again with the kiln of this runtime)";
+  return m.status(StatusCode::Unsupported);
 }
 
 Status workspace_overflow(const char* kernel) {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "config.h"
+#include "kiln/kiln_c.h"
 #include "message.h"
 #if KILN_THREADS
 #include <condition_variable>
@@ -40,18 +41,19 @@ static void run_serial(int32_t n, Task task, void* arg) {
 
 namespace {
 
-// A 64-byte aligned block kept for reuse and grown to the largest request; the old block is
-// freed only once the new one exists.
+// A 64-byte aligned block kept for reuse and grown to the largest request, from an allocator (or
+// the heap); the old block is freed only once the new one exists.
 class Block {
  public:
-  Block() = default;
+  explicit Block(const kiln_allocator_t* allocator = nullptr) : allocator_(allocator) {}
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
   ~Block() { release(); }
 
   void* get(size_t bytes) {
     if (bytes <= bytes_) return ptr_;
-    void* p = ::operator new(bytes, kWorkspaceAlign, std::nothrow);
+    void* p = allocator_ ? allocator_->alloc(allocator_->self, bytes, static_cast<size_t>(kWorkspaceAlign))
+                         : ::operator new(bytes, kWorkspaceAlign, std::nothrow);
     if (p == nullptr) return nullptr;
     release();
     ptr_ = p;
@@ -59,12 +61,18 @@ class Block {
     return p;
   }
   void release() {
-    if (ptr_ != nullptr) ::operator delete(ptr_, kWorkspaceAlign);
+    if (ptr_ != nullptr) {
+      if (allocator_)
+        allocator_->free(allocator_->self, ptr_);
+      else
+        ::operator delete(ptr_, kWorkspaceAlign);
+    }
     ptr_ = nullptr;
     bytes_ = 0;
   }
 
  private:
+  const kiln_allocator_t* allocator_;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
 };
@@ -197,7 +205,16 @@ class Pool {
 
 }  // namespace
 
+// an allocator that lacks a function is none: the heap
+static const kiln_allocator_t* usable(const kiln_allocator_t* a) {
+  return a != nullptr && a->alloc != nullptr && a->free != nullptr ? a : nullptr;
+}
+
 struct Context::Impl {
+  explicit Impl(const kiln_allocator_t* a)
+      : allocator(a ? *a : kiln_allocator_t{}), own_workspace(a ? &allocator : nullptr) {}
+
+  kiln_allocator_t allocator;  // all null: the heap
   Pool pool;
   std::atomic<bool> pool_busy{false};
   ParallelFor hook = nullptr;
@@ -209,20 +226,43 @@ struct Context::Impl {
 
 Context::Context() : Context(hardware_threads()) {}
 
-#if KILN_HEAP
-Context::Context(int threads) : threads_(clamp_threads(threads)), impl_(std::make_unique<Impl>()) {}
+Context::Context(int threads) : Context(threads, nullptr) {}
 
-Context::~Context() = default;
+#if KILN_HEAP
+Context::Context(int threads, const kiln_allocator_t* given) : threads_(clamp_threads(threads)), impl_(nullptr) {
+  const kiln_allocator_t* allocator = usable(given);
+  if (allocator == nullptr) {
+    impl_ = new Impl(nullptr);
+    return;
+  }
+  void* p = allocator->alloc(allocator->self, sizeof(Impl), alignof(Impl));
+  if (p != nullptr) impl_ = new (p) Impl(allocator);
+}
+
+Context::~Context() {
+  if (impl_ == nullptr) return;
+  if (impl_->allocator.free == nullptr) {
+    delete impl_;
+    return;
+  }
+  const kiln_allocator_t allocator = impl_->allocator;  // the Impl's own copy goes with it
+  impl_->~Impl();
+  allocator.free(allocator.self, impl_);
+}
+
+bool Context::ok() const noexcept { return impl_ != nullptr; }
 
 inline Context::Impl& Context::impl() noexcept { return *impl_; }
 #else
-Context::Context(int threads) : threads_(clamp_threads(threads)) {
+Context::Context(int threads, const kiln_allocator_t* allocator) : threads_(clamp_threads(threads)) {
   static_assert(sizeof(Impl) <= sizeof(impl_) && alignof(Impl) <= alignof(std::max_align_t),
                 "kiln: Context's in-place storage (kiln.h) is too small for its Impl");
-  new (impl_) Impl();
+  new (impl_) Impl(usable(allocator));
 }
 
 Context::~Context() { impl().~Impl(); }
+
+bool Context::ok() const noexcept { return true; }
 
 inline Context::Impl& Context::impl() noexcept { return *std::launder(reinterpret_cast<Impl*>(impl_)); }
 #endif

@@ -4,8 +4,8 @@
 # the host; the runtime is compiled for the target from the sources the package ships), Ninja.
 # Then checks what was built and runs the app under qemu-user through ctest (the toolchain's
 # CMAKE_CROSSCOMPILING_EMULATOR): every kernel must match its reference, every bad call must be
-# refused (the app checks both and fails otherwise), and the variants of the target's object
-# target must be the ones taken.
+# refused (the app, and capp through the C entry points, check both and fail otherwise), and the
+# variants of the target's object target must be the ones taken.
 # With the target that stands in where the feature is missing and an emulator command for a CPU
 # without it (the rest of the arguments), the app runs there too: the dispatch must take that
 # target's variants (the portable cpu ones, or aarch64-neon for aarch64-sve256), and they must match.
@@ -59,6 +59,7 @@ echo "== run the app under the emulator (ctest)"
 ctest --test-dir "$work/build" --output-on-failure -V >"$work/run.log" 2>&1 || { cat "$work/run.log"; fail "the app failed"; }
 grep -E "^[0-9]+: " "$work/run.log" | sed 's/^[0-9]*: //' | tee "$work/app.log" | head -n 40
 grep -q "on $target" "$work/app.log" || fail "no call took a $target variant"
+grep -q "^C entry points: all results match the reference" "$work/app.log" || fail "the C program did not pass"
 echo "  $(grep -c "on $target" "$work/app.log") calls took $target variants"
 if [[ ${#without[@]} -gt 0 ]]; then
   echo "== on a CPU without $target's feature (${without[*]}): the $fallback variants"

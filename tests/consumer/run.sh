@@ -2,7 +2,9 @@
 # Builds and runs the consumer project exactly as a user would, against an *installed* kiln:
 #   1. cmake --install the kiln build into a fresh prefix;
 #   2. configure tests/consumer (a copy, so nothing in the checkout changes) with
-#      find_package(kiln), build it with Ninja, run the app (it checks every result);
+#      find_package(kiln), build it with Ninja, run the app (it checks every result) and the C99
+#      program capp (the C entry points: results, and each bad call's status and message), and
+#      a C call into nn's dispatch as another ABI's kiln would write it (refused, naming both);
 #   3. drive Ninja: a no-op build runs nothing; touching the spec re-runs kiln gen and nothing
 #      else (its outputs keep their bytes); changing the spec regenerates and rebuilds the
 #      library and relinks the app, and the app still passes;
@@ -21,6 +23,49 @@ cmake --build "$work/build"
 
 echo "== run the app"
 "$work/build/app"
+
+echo "== run the C program (C99, -Wall -Werror)"
+"$work/build/capp"
+grep -q -- "-std=c99" <<<"$(ninja -C "$work/build" -t commands capp | grep -F capp.c)" ||
+  fail "capp.c is not compiled as C99"
+
+echo "== a library generated for another kiln ABI is refused at its first call, naming both"
+# nn's dispatch as a kiln of ABI 2 would have written it, linked ahead of libnn.a's own: the same
+# C call through it is refused, and through libnn.a's runs
+mkdir -p "$work/abi"
+cat >"$work/abi/abi.c" <<'EOF'
+#include <stdio.h>
+
+#include "nn.h"
+
+int main(void) {
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {0, 0, 0, 0};
+  kiln_tensor ta = {a, KILN_FLOAT32, 2, {2, 2}, 0, 0}, tb = {b, KILN_FLOAT32, 2, {2, 2}, 0, 0};
+  kiln_tensor tc = {c, KILN_FLOAT32, 2, {2, 2}, 1, 0};
+  kiln_context* ctx = NULL;
+  kiln_status_t s = kiln_context_create(1, NULL, &ctx);
+  if (s != NULL) return 2;
+  s = nn_gemm(&ta, &tb, &tc, ctx);
+  printf("%s: %s (c[3] = %g)\n", kiln_status_name(kiln_status_code(s)), kiln_status_message(s), (double)c[3]);
+  kiln_status_free(s);
+  kiln_context_destroy(ctx);
+  return 0;
+}
+EOF
+gen="$work/build/kiln-gen/nn"
+grep -q 'abi_check(1, "nn")' "$gen/nn_nn_dispatch.cpp" || fail "the dispatch does not check the runtime's ABI"
+sed 's/abi_check(1, "nn")/abi_check(2, "nn")/g' "$gen/nn_nn_dispatch.cpp" >"$work/abi/dispatch_abi2.cpp"
+cc -std=c99 -Wall -Werror -I "$gen" -I "$work/prefix/include" -c "$work/abi/abi.c" -o "$work/abi/abi.o"
+c++ -std=c++17 -O1 -I "$gen" -I "$work/prefix/include" -c "$work/abi/dispatch_abi2.cpp" -o "$work/abi/dispatch_abi2.o"
+runtime_lib="$(find "$work/prefix" -name 'libkiln_runtime.a' -print -quit)"
+c++ "$work/abi/abi.o" "$work/abi/dispatch_abi2.o" "$work/build/libnn.a" "$runtime_lib" -lpthread -lm -o "$work/abi/abi2"
+c++ "$work/abi/abi.o" "$work/build/libnn.a" "$runtime_lib" -lpthread -lm -o "$work/abi/abi1"
+out="$("$work/abi/abi2")"
+echo "  $out"
+refusal="UNSUPPORTED: nn: generated for kiln ABI 2, but this runtime speaks ABI 1 (generate it again with the kiln"
+[[ "$out" == "$refusal"* && "$out" == *"(c[3] = 0)" ]] || fail "a library of another ABI was not refused: $out"
+out="$("$work/abi/abi1")"
+[[ "$out" == "OK:  (c[3] = 4)" ]] || fail "the library of this ABI did not run: $out"
 
 echo "== a no-op build runs nothing"
 out="$(ninja -C "$work/build")"

@@ -5,13 +5,17 @@
 // of the app's own and a workspace the caller gives; outputs that overlap another argument, and
 // workspaces too large to count, are refused. Built twice: with the runtime (kiln_dispatch_tests)
 // and with it and the generated files compiled without the heap (kiln_noheap_dispatch_tests).
+// The C entry points (kiln_gen_test_<kernel>) too: the same classes of bad call and their messages
+// as statuses, the ones only C has (a NULL descriptor or context), and a context's allocator.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kiln_gen_test.h"
@@ -291,6 +295,105 @@ TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
     for (size_t h = 0; h < 1024; ++h) want += std::max(0.0, double(x[size_t(i)]) * w[h]) * v[h];
     EXPECT_NEAR(y[size_t(i)], want, 1e-3) << i;
   }
+}
+
+// ---------------------------------------------------------------- the C entry points
+
+// An allocator that counts what it gives and takes back.
+struct CountingAllocator {
+  int allocs = 0, frees = 0;
+  kiln_allocator_t c{this, &CountingAllocator::alloc, &CountingAllocator::release};
+  static void* alloc(void* self, size_t bytes, size_t alignment) {
+    ++static_cast<CountingAllocator*>(self)->allocs;
+    return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  }
+  static void release(void* self, void* p) {
+    ++static_cast<CountingAllocator*>(self)->frees;
+    std::free(p);
+  }
+};
+
+// the status's code and message, then frees it
+void expect_c_status(kiln_status_t s, int32_t code, const std::string& message) {
+  ASSERT_NE(s, nullptr) << "expected " << message;
+  EXPECT_EQ(kiln_status_code(s), code) << kiln_status_message(s);
+  EXPECT_EQ(std::string(kiln_status_message(s)), message);
+  kiln_status_free(s);
+}
+
+TEST(DispatchC, EveryClassOfBadCallReturnsItsStatusAndMessage) {
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 200, 1.0f), c(64 * 200, kNaN);
+  std::vector<double> d(64);
+  const std::vector<float> cc(64 * 200);
+  using kiln::TensorView;
+  CountingAllocator counting;
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(1, &counting.c, &ctx), nullptr);
+  const int made = counting.allocs;  // the context and its state
+  EXPECT_EQ(made, KILN_HEAP ? 2 : 1);
+  const kiln_tensor ta = TensorView(a.data(), {4, 8}).t, tb = TensorView(b.data(), {8, 16}).t,
+                    tc = TensorView(c.data(), {4, 16}).t;
+  const kiln_tensor null_a = TensorView(static_cast<float*>(nullptr), {4, 8}).t;
+  const kiln_tensor rank1 = TensorView(a.data(), {32}).t, f64 = TensorView(d.data(), {8, 8}).t;
+  const kiln_tensor k7 = TensorView(b.data(), {7, 16}).t, m5 = TensorView(c.data(), {5, 16}).t;
+  const kiln_tensor m65 = TensorView(a.data(), {65, 8}).t, n0 = TensorView(b.data(), {8, 0}).t;
+  const kiln_tensor const_c = TensorView(cc.data(), {4, 16}).t, over_a = TensorView(a.data(), {4, 16}).t;
+  const kiln_tensor rank9 = TensorView(a.data(), {1, 1, 1, 1, 1, 1, 1, 1, 1}).t;
+  const int32_t bad = KILN_INVALID_ARGUMENT;
+  expect_c_status(kiln_gen_test_gemm(&ta, &tb, &tc, nullptr), bad,
+                  "gemm: no context (a C call needs one: kiln_context_create)");
+  expect_c_status(kiln_gen_test_gemm(&ta, nullptr, &tc, ctx), bad, "gemm: argument b: null kiln_tensor");
+  expect_c_status(kiln_gen_test_gemm(&null_a, &tb, &tc, ctx), bad, "gemm: argument a: null data pointer");
+  expect_c_status(kiln_gen_test_gemm(&rank1, &tb, &tc, ctx), bad, "gemm: argument a: expected rank 2, got rank 1");
+  expect_c_status(kiln_gen_test_gemm(&ta, &f64, &tc, ctx), bad, "gemm: argument b: expected dtype f32, got f64");
+  expect_c_status(kiln_gen_test_gemm(&ta, &k7, &tc, ctx), bad,
+                  "gemm: argument b: dim 0 (K) is 7, but argument a dim 1 set K = 8");
+  expect_c_status(kiln_gen_test_gemm(&ta, &tb, &m5, ctx), bad,
+                  "gemm: argument c: dim 0 (M) is 5, but argument a dim 0 set M = 4");
+  expect_c_status(kiln_gen_test_gemm(&m65, &tb, &tc, ctx), KILN_OUT_OF_RANGE,
+                  "gemm: argument a: dim 0 (M) is 65, outside the declared range 1..64");
+  expect_c_status(kiln_gen_test_gemm(&ta, &n0, &tc, ctx), KILN_OUT_OF_RANGE,
+                  "gemm: argument b: dim 1 (N) is 0, outside the declared range 1..200");
+  expect_c_status(kiln_gen_test_gemm(&ta, &tb, &const_c, ctx), bad, "gemm: argument c: output is a view of const data");
+  expect_c_status(kiln_gen_test_gemm(&rank9, &tb, &tc, ctx), bad, "gemm: argument a: more than 8 dims");
+  expect_c_status(kiln_gen_test_gemm(&ta, &tb, &over_a, ctx), bad,
+                  "gemm: argument c: output overlaps input a in memory (a kernel reads and writes its arguments as if "
+                  "they were apart)");
+  const kiln_tensor t5 = TensorView(a.data(), {5}).t, t4 = TensorView(c.data(), {4}).t;
+  expect_c_status(kiln_gen_test_tiny(&t5, &t4, ctx), bad, "tiny: argument x: dim 0 is 5, expected 4");
+  for (float x : c) ASSERT_TRUE(std::isnan(x));  // nothing ran
+  // every status but the no-context one (no allocator to take it from) came from the context's
+  // allocator, and went back to it
+  EXPECT_EQ(counting.allocs, made + 12);
+  EXPECT_EQ(counting.frees, 12);
+  kiln_context_destroy(ctx);
+  EXPECT_EQ(counting.frees, counting.allocs);
+}
+
+TEST(DispatchC, ACallComputesWhatTheCxxOneDoesWithTheWorkspaceFromTheAllocator) {
+  const int64_t rows = 48;
+  std::vector<float> x = random_floats(rows * 8, 4), w = random_floats(8 * 16, 5), v = random_floats(16 * 4, 6);
+  std::vector<float> want(rows * 4, kNaN), y(rows * 4, kNaN);
+  kiln::TensorView vx(x.data(), {rows, 8}), vw(w.data(), {8, 16}), vv(v.data(), {16, 4});
+  ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, kiln::TensorView(want.data(), {rows, 4})).ok());
+  CountingAllocator counting;
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(1, &counting.c, &ctx), nullptr);
+  const int made = counting.allocs;
+  const kiln_tensor tx = vx.t, tw = vw.t, tv = vv.t, ty = kiln::TensorView(y.data(), {rows, 4}).t;
+  ASSERT_EQ(kiln_gen_test_mlp(&tx, &tw, &tv, &ty, ctx), nullptr);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << i;
+  EXPECT_EQ(counting.allocs, made + 1);  // the hidden layer's workspace
+  EXPECT_EQ(kiln_gen_test_mlp_workspace_size(rows), kiln_gen_test::mlp_workspace_size(rows));
+  EXPECT_EQ(kiln_gen_test_tiny_workspace_size(), kiln_gen_test::tiny_workspace_size());
+  // a workspace of the caller's: the allocator gives nothing more
+  std::vector<char> small(kiln_gen_test_mlp_workspace_size(rows) - 1);
+  ASSERT_EQ(kiln_context_set_workspace(ctx, small.data(), small.size()), nullptr);
+  expect_c_status(kiln_gen_test_mlp(&tx, &tw, &tv, &ty, ctx), KILN_RESOURCE_EXHAUSTED,
+                  "workspace: the call needs " + std::to_string(small.size() + 1) +
+                      " bytes, the context's workspace has " + std::to_string(small.size()));
+  kiln_context_destroy(ctx);
+  EXPECT_EQ(counting.frees, counting.allocs);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // same text as a heap build's; a Context is made, used and destroyed, and a failing check or
 // workspace reports its status, without one allocation. The count replaces the global operator
 // new (the way std::string and std::make_unique reach the heap) and is shown to see the runtime's
-// one allocation, the block of a workspace without a context.
+// one allocation, the block of a workspace without a context. The C API's statuses are slots of
+// the runtime's (or a context allocator's), never the heap's.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "kiln/kiln.h"
+#include "kiln/kiln_c.h"
 
 static_assert(!KILN_HEAP, "this test is compiled with -DKILN_NO_HEAP");
 
@@ -250,6 +252,71 @@ TEST(NoHeapContext, NothingAllocates) {
   EXPECT_EQ(news, before + 1);  // the attempt, refused
   EXPECT_EQ(s.code(), StatusCode::ResourceExhausted);
   EXPECT_EQ(s.message(), "workspace: cannot allocate " + std::to_string(kTooBig) + " bytes");
+}
+
+// ---------------------------------------------------------------- the C API without the heap
+
+// A C status made without an allocator takes one of the runtime's slots, its message cut as a
+// Status's; with all of them taken, the fixed status of its code; freeing one gives its slot back.
+TEST(NoHeapCApi, StatusesAreSlotsNotTheHeap) {
+  const size_t before = news;
+  kiln_status_t taken[8];
+  for (kiln_status_t& t : taken) t = kiln_abi_check(KILN_ABI_VERSION + 1, "nn");
+  EXPECT_EQ(news, before);
+  const std::string message =
+      "nn: generated for kiln ABI 2, but this runtime speaks ABI 1 (generate it again with the kiln of this runtime)";
+  int slots = 0;
+  for (kiln_status_t t : taken) {
+    EXPECT_EQ(kiln_status_code(t), KILN_UNSUPPORTED);
+    if (kiln_status_message(t) == message) ++slots;
+  }
+  EXPECT_GE(slots, 1);
+  EXPECT_LT(slots, 8);  // the slots ran out: the rest keep the code
+  EXPECT_STREQ(kiln_status_message(taken[7]), "UNSUPPORTED (kiln: no memory was left for this status's message)");
+  for (kiln_status_t t : taken) kiln_status_free(t);
+  const std::string long_text(400, 'x'), cut = std::string(Status::kMessageBytes - 4, 'x') + "...";
+  const size_t freed = news;
+  kiln_status_t again = detail::to_c(Status(StatusCode::Internal, long_text), nullptr);
+  EXPECT_EQ(news, freed);
+  EXPECT_EQ(kiln_status_code(again), KILN_INTERNAL);  // a slot again, its message cut
+  EXPECT_EQ(kiln_status_message(again), cut);
+  kiln_status_free(again);
+}
+
+// Through the C API with an allocator of the caller's memory: the context and its workspace come
+// from there, and the heap is never asked.
+TEST(NoHeapCApi, AContextFromTheCallersMemory) {
+  struct Arena {
+    alignas(64) unsigned char bytes[8192];
+    size_t used = 0;
+    int frees = 0;
+    static void* alloc(void* self, size_t n, size_t align) {
+      Arena* a = static_cast<Arena*>(self);
+      const size_t at = (a->used + align - 1) / align * align;
+      if (at + n > sizeof a->bytes) return nullptr;
+      a->used = at + n;
+      return a->bytes + at;
+    }
+    static void release(void* self, void*) { ++static_cast<Arena*>(self)->frees; }
+  };
+  static Arena arena;
+  const kiln_allocator_t allocator{&arena, &Arena::alloc, &Arena::release};
+  const size_t before = news;
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(4, &allocator, &ctx), nullptr);
+  EXPECT_GT(arena.used, 0u);
+  Status s;
+  void* ws = detail::workspace(kiln::from_c(ctx), 1000, &s);
+  EXPECT_TRUE(s.ok());
+  EXPECT_GE(static_cast<unsigned char*>(ws), arena.bytes);
+  EXPECT_LT(static_cast<unsigned char*>(ws), arena.bytes + sizeof arena.bytes);
+  kiln_status_t st = kiln_context_set_threads(ctx, -1);
+  EXPECT_STREQ(kiln_status_message(st),
+               "kiln_context_set_threads: threads is -1 (0 for the hardware's concurrency, or 1..256)");
+  kiln_status_free(st);
+  kiln_context_destroy(ctx);
+  EXPECT_EQ(arena.frees, 3);  // the status, the workspace, the context
+  EXPECT_EQ(news, before);
 }
 
 }  // namespace

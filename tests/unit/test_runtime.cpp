@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
@@ -733,22 +734,50 @@ TEST(RuntimeCpu, FeaturesAreStableAndConsistent) {
 
 // ---------------------------------------------------------------- C API
 
+// An allocator that counts, and fails its `fail_at`-th request (1-based; 0: never).
+struct TestAllocator {
+  int allocs = 0, frees = 0, fail_at = 0;
+  size_t last_alignment = 0;
+  kiln_allocator_t c{this, &TestAllocator::alloc, &TestAllocator::release};
+  static void* alloc(void* self, size_t bytes, size_t alignment) {
+    auto* t = static_cast<TestAllocator*>(self);
+    t->last_alignment = alignment;
+    if (++t->allocs == t->fail_at) return nullptr;
+    return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  }
+  static void release(void* self, void* p) {
+    ++static_cast<TestAllocator*>(self)->frees;
+    std::free(p);
+  }
+};
+
+// the status's code and message, then frees it
+void expect_c_status(kiln_status_t s, int32_t code, const std::string& message) {
+  ASSERT_NE(s, nullptr) << "expected " << message;
+  EXPECT_EQ(kiln_status_code(s), code) << kiln_status_message(s);
+  EXPECT_EQ(std::string(kiln_status_message(s)), message);
+  kiln_status_free(s);
+}
+
 TEST(RuntimeCApi, ContextLifecycle) {
-  kiln_context* ctx = kiln_context_create(0);
+  kiln_context* ctx = reinterpret_cast<kiln_context*>(&ctx);  // overwritten: NULL or the context
+  ASSERT_EQ(kiln_context_create(0, nullptr, &ctx), nullptr);
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(kiln::from_c(ctx)->threads(), Context().threads());
-  kiln_context_set_threads(ctx, 3);
+  EXPECT_EQ(kiln_context_set_threads(ctx, 3), nullptr);
   EXPECT_EQ(kiln::from_c(ctx)->threads(), 3);
-  kiln_context_set_threads(ctx, 0);
+  EXPECT_EQ(kiln_context_set_threads(ctx, 0), nullptr);
   EXPECT_EQ(kiln::from_c(ctx)->threads(), Context().threads());
-  kiln_context_set_threads(ctx, 100000);
+  EXPECT_EQ(kiln_context_set_threads(ctx, 100000), nullptr);
+  EXPECT_EQ(kiln::from_c(ctx)->threads(), 256);
+  expect_c_status(kiln_context_set_threads(ctx, -2), KILN_INVALID_ARGUMENT,
+                  "kiln_context_set_threads: threads is -2 (0 for the hardware's concurrency, or 1..256)");
   EXPECT_EQ(kiln::from_c(ctx)->threads(), 256);
   kiln_context_destroy(ctx);
   kiln_context_destroy(nullptr);
   EXPECT_EQ(kiln::from_c(nullptr), nullptr);
 
-  ctx = kiln_context_create(2);
-  ASSERT_NE(ctx, nullptr);
+  ASSERT_EQ(kiln_context_create(2, nullptr, &ctx), nullptr);
   EXPECT_EQ(kiln::from_c(ctx)->threads(), 2);
   Counts counts;
   kiln::from_c(ctx)->parallel_for(64, count_task, &counts);
@@ -756,33 +785,173 @@ TEST(RuntimeCApi, ContextLifecycle) {
   kiln_context_destroy(ctx);
 }
 
+TEST(RuntimeCApi, EveryBadCallSaysWhatIsWrong) {
+  kiln_context* ctx = reinterpret_cast<kiln_context*>(&ctx);
+  expect_c_status(kiln_context_create(-1, nullptr, &ctx), KILN_INVALID_ARGUMENT,
+                  "kiln_context_create: threads is -1 (0 for the hardware's concurrency, or 1..256)");
+  EXPECT_EQ(ctx, nullptr);
+  expect_c_status(kiln_context_create(1, nullptr, nullptr), KILN_INVALID_ARGUMENT,
+                  "kiln_context_create: no out-parameter for the context (NULL)");
+  TestAllocator t;
+  kiln_allocator_t no_free = t.c;
+  no_free.free = nullptr;
+  expect_c_status(kiln_context_create(1, &no_free, &ctx), KILN_INVALID_ARGUMENT,
+                  "kiln_context_create: the allocator lacks its free function");
+  kiln_allocator_t no_alloc = t.c;
+  no_alloc.alloc = nullptr;
+  expect_c_status(kiln_context_create(1, &no_alloc, &ctx), KILN_INVALID_ARGUMENT,
+                  "kiln_context_create: the allocator lacks its alloc function");
+  EXPECT_EQ(t.allocs, 0);
+  expect_c_status(kiln_context_set_threads(nullptr, 2), KILN_INVALID_ARGUMENT,
+                  "kiln_context_set_threads: no context (NULL)");
+  expect_c_status(kiln_context_set_workspace(nullptr, nullptr, 0), KILN_INVALID_ARGUMENT,
+                  "kiln_context_set_workspace: no context (NULL)");
+  expect_c_status(kiln_context_set_parallel_for(nullptr, nullptr, nullptr), KILN_INVALID_ARGUMENT,
+                  "kiln_context_set_parallel_for: no context (NULL)");
+  ASSERT_EQ(kiln_context_create(1, nullptr, &ctx), nullptr);
+  expect_c_status(kiln_context_set_workspace(ctx, nullptr, 8), KILN_INVALID_ARGUMENT,
+                  "kiln_context_set_workspace: a NULL workspace of 8 bytes (NULL, 0 lets the context allocate)");
+  kiln_context_destroy(ctx);
+}
+
 TEST(RuntimeCApi, WorkspaceAndHook) {
-  kiln_context* ctx = kiln_context_create(4);
-  ASSERT_NE(ctx, nullptr);
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(4, nullptr, &ctx), nullptr);
   alignas(64) static char buffer[128];
-  EXPECT_EQ(kiln_context_set_workspace(ctx, buffer, sizeof buffer), KILN_OK);
+  EXPECT_EQ(kiln_context_set_workspace(ctx, buffer, sizeof buffer), nullptr);
   Status s;
   EXPECT_EQ(detail::workspace(kiln::from_c(ctx), 128, &s), buffer);
   EXPECT_EQ(detail::workspace(kiln::from_c(ctx), 129, &s), nullptr);
   EXPECT_EQ(s.code(), StatusCode::ResourceExhausted);
-  EXPECT_EQ(kiln_context_set_workspace(ctx, nullptr, 8), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_context_set_workspace(nullptr, buffer, 8), KILN_INVALID_ARGUMENT);
-  EXPECT_EQ(kiln_context_set_workspace(ctx, nullptr, 0), KILN_OK);
+  EXPECT_EQ(kiln_context_set_workspace(ctx, nullptr, 0), nullptr);
   EXPECT_NE(detail::workspace(kiln::from_c(ctx), 129, &s), nullptr);
   EXPECT_TRUE(s.ok());
 
   Hook hook;
-  kiln_context_set_parallel_for(ctx, serial_hook, &hook);
+  EXPECT_EQ(kiln_context_set_parallel_for(ctx, serial_hook, &hook), nullptr);
   KernelLog log;
   void* const bufs[] = {&log};
   ASSERT_TRUE(detail::run(kiln::from_c(ctx), logging_kernel, bufs, nullptr, true).ok());
   EXPECT_EQ(hook.calls, 1);
   EXPECT_EQ(log.calls.size(), 4u);
-  kiln_context_set_parallel_for(ctx, nullptr, nullptr);
+  EXPECT_EQ(kiln_context_set_parallel_for(ctx, nullptr, nullptr), nullptr);
   ASSERT_TRUE(detail::run(kiln::from_c(ctx), logging_kernel, bufs, nullptr, true).ok());
   EXPECT_EQ(hook.calls, 1);
   EXPECT_EQ(log.calls.size(), 8u);
   kiln_context_destroy(ctx);
+}
+
+TEST(RuntimeCApi, StatusesCarryACodeAndAMessage) {
+  EXPECT_EQ(kiln_status_code(nullptr), KILN_OK);
+  EXPECT_STREQ(kiln_status_message(nullptr), "");
+  kiln_status_free(nullptr);
+  EXPECT_EQ(detail::to_c(Status(), nullptr), nullptr);  // ok allocates nothing: NULL
+  expect_c_status(detail::to_c(Status(StatusCode::OutOfRange, "f: dim 0 is 9"), nullptr), KILN_OUT_OF_RANGE,
+                  "f: dim 0 is 9");
+  const std::string long_message(3000, 'x');  // the heap keeps all of it
+  expect_c_status(detail::to_c(Status(StatusCode::Internal, long_message), nullptr), KILN_INTERNAL, long_message);
+  // with a context's allocator: from it, and back to it
+  TestAllocator t;
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(1, &t.c, &ctx), nullptr);
+  const int made = t.allocs;
+  kiln_status_t s = detail::to_c(Status(StatusCode::InvalidArgument, "g: argument x: null data pointer"), ctx);
+  EXPECT_EQ(t.allocs, made + 1);
+  expect_c_status(s, KILN_INVALID_ARGUMENT, "g: argument x: null data pointer");
+  EXPECT_EQ(t.frees, 1);
+  // an allocator that gives nothing more: the code stands, the message says it was lost
+  t.fail_at = t.allocs + 1;
+  s = detail::to_c(Status(StatusCode::Unsupported, "h: no variant"), ctx);
+  expect_c_status(s, KILN_UNSUPPORTED, "UNSUPPORTED (kiln: no memory was left for this status's message)");
+  kiln_context_destroy(ctx);
+  EXPECT_EQ(t.frees, t.allocs - 1);  // all but the request that failed
+}
+
+TEST(RuntimeCApi, AContextsMemoryComesFromItsAllocator) {
+  TestAllocator t;
+  kiln_context* ctx = nullptr;
+  ASSERT_EQ(kiln_context_create(1, &t.c, &ctx), nullptr);
+  EXPECT_EQ(t.allocs, 2);  // the context, its state
+  Status s;
+  void* p = detail::workspace(kiln::from_c(ctx), 1000, &s);
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(t.allocs, 3);
+  EXPECT_EQ(t.last_alignment, 64u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+  EXPECT_EQ(detail::workspace(kiln::from_c(ctx), 500, &s), p);  // kept and reused
+  EXPECT_EQ(t.allocs, 3);
+  t.fail_at = 4;
+  EXPECT_EQ(detail::workspace(kiln::from_c(ctx), 5000, &s), nullptr);
+  EXPECT_EQ(s.code(), StatusCode::ResourceExhausted);
+  EXPECT_EQ(s.message(), "workspace: cannot allocate 5000 bytes");
+  kiln_context_destroy(ctx);
+  EXPECT_EQ(t.frees, 3);
+
+  // kiln::Context takes one too; one that lacks a function is none (its blocks would go to the wrong free)
+  {
+    TestAllocator c;
+    Context with(1, &c.c);
+    EXPECT_TRUE(with.ok());
+    EXPECT_NE(detail::workspace(&with, 100, &s), nullptr);
+    EXPECT_EQ(c.allocs, KILN_HEAP ? 2 : 1);
+    kiln_allocator_t half = c.c;
+    half.free = nullptr;
+    Context without(1, &half);
+    EXPECT_NE(detail::workspace(&without, 100, &s), nullptr);
+    EXPECT_EQ(c.allocs, KILN_HEAP ? 2 : 1);
+  }
+
+  // the allocator fails the context, then its state: a status, and nothing kept
+  for (int fail = 1; fail <= 2; ++fail) {
+    TestAllocator f;
+    f.fail_at = fail;
+    ctx = reinterpret_cast<kiln_context*>(&ctx);
+    kiln_status_t st = kiln_context_create(1, &f.c, &ctx);
+    EXPECT_EQ(ctx, nullptr);
+    ASSERT_EQ(kiln_status_code(st), KILN_RESOURCE_EXHAUSTED);
+    const std::string message = kiln_status_message(st);
+    if (fail == 1) {  // "(<bytes> bytes)": the size of the runtime's kiln_context
+      const std::string head = "kiln_context_create: the allocator gave no memory for the context (";
+      EXPECT_EQ(message.substr(0, head.size()), head) << message;
+      EXPECT_EQ(message.substr(message.size() - 7), " bytes)") << message;
+    } else {
+      EXPECT_EQ(message, "kiln_context_create: the allocator gave no memory for the context's state");
+    }
+    kiln_status_free(st);
+    EXPECT_EQ(f.frees, f.allocs - 1);
+  }
+}
+
+TEST(RuntimeCApi, AnotherAbiIsRefusedNamingBothVersions) {
+  EXPECT_EQ(kiln_abi_version(), KILN_ABI_VERSION);
+  EXPECT_EQ(kiln_abi_check(KILN_ABI_VERSION, "nn"), nullptr);
+  expect_c_status(kiln_abi_check(KILN_ABI_VERSION + 1, "nn"), KILN_UNSUPPORTED,
+                  "nn: generated for kiln ABI 2, but this runtime speaks ABI 1 (generate it again with the kiln of "
+                  "this runtime)");
+  expect_c_status(kiln_abi_check(0, nullptr), KILN_UNSUPPORTED,
+                  "a kiln library: generated for kiln ABI 0, but this runtime speaks ABI 1 (generate it again with "
+                  "the kiln of this runtime)");
+  EXPECT_TRUE(detail::abi_check(KILN_ABI_VERSION, "nn").ok());
+  EXPECT_EQ(detail::abi_check(7, "nn").code(), StatusCode::Unsupported);
+}
+
+TEST(RuntimeCApi, TheCEntryPointsOwnChecks) {
+  Status s = detail::no_context("gemm");
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "gemm: no context (a C call needs one: kiln_context_create)");
+  s = detail::null_tensor("gemm", "b");
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "gemm: argument b: null kiln_tensor");
+  // a C caller's descriptor goes through as it is, its writable flag included
+  const float data[4] = {};
+  kiln_tensor t = TensorView(data, {2, 2}).t;
+  TensorView v(t);
+  EXPECT_EQ(v.data(), data);
+  EXPECT_EQ(v.rank(), 2);
+  EXPECT_FALSE(v.writable());
+  t.writable = 1;
+  EXPECT_TRUE(TensorView(t).writable());
 }
 
 }  // namespace

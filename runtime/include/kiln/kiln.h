@@ -21,8 +21,9 @@
 // anywhere: a Status keeps its message in a fixed buffer inside it (cut, ending "...", past
 // Status::kMessageBytes - 1 bytes) and message() is a StatusMessage; a Context keeps its state
 // inside it; the runtime has no threads (a pool's threads need the heap). Then nothing allocates,
-// ok calls and failing ones alike, but a Context's own workspace (give it one: set_workspace), the
-// C API's kiln_context_create and what returns a std::string (cpu_features_string,
+// ok calls and failing ones alike (a C status is then one of a few slots of the runtime's), but a
+// Context's own workspace (give it one, set_workspace, or an allocator), the C API's
+// kiln_context_create without an allocator and what returns a std::string (cpu_features_string,
 // <kernel>_explain). 1 elsewhere: message() is a std::string and a failing call's message is on
 // the heap (the ok path allocates nothing either way). The layouts of Status and Context differ
 // between the two, under the same names: every file of a program, the runtime's included, must
@@ -34,7 +35,9 @@
 #define KILN_HEAP 1
 #endif
 
-struct kiln_context;  // kiln_c.h
+struct kiln_context;      // kiln_c.h
+struct kiln_status;       // kiln_c.h's kiln_status_t
+struct kiln_allocator_t;  // kiln_c.h
 
 namespace kiln {
 
@@ -226,6 +229,8 @@ struct TensorView {
   TensorView(const void* data, DType dtype, const int64_t* shape, size_t rank) {
     init(const_cast<void*>(data), dtype, shape, rank, false);
   }
+  // A C caller's descriptor as it is (its writable flag included): what the C entry points pass on.
+  explicit TensorView(const kiln_tensor& c) noexcept : t(c) {}
 #if __cplusplus >= 202002L  // the header itself needs only C++17
   template <class T>
   TensorView(T* data, std::span<const int64_t> shape) : TensorView(data, shape.data(), shape.size()) {}
@@ -280,6 +285,10 @@ class Context {
 
   Context();  // std::thread::hardware_concurrency() threads
   explicit Context(int threads);
+  // Its state and its own workspace from `allocator` (copied; nullptr, or one without both
+  // functions: the heap). Should the
+  // allocator give nothing for the state, ok() is false and the Context must only be destroyed.
+  Context(int threads, const kiln_allocator_t* allocator);
   ~Context();  // joins the pool's threads
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
@@ -289,6 +298,8 @@ class Context {
   // The number of parts parallel work is split into, the calling thread included; clamped to 1..256.
   void set_threads(int n);
   int threads() const { return threads_; }
+  // false only for a Context whose allocator gave no memory for its state
+  bool ok() const noexcept;
 
   // The application's own parallel-for, used instead of the pool: it must run task(arg, i) for
   // every i in [0, n) and return when all are done. (nullptr, nullptr) goes back to the pool.
@@ -309,11 +320,11 @@ class Context {
 
   int threads_;
 #if KILN_HEAP
-  std::unique_ptr<Impl> impl_;
+  Impl* impl_;  // from the allocator, or new'd
 #else
   // Impl in place: constructing a Context allocates nothing. (The layout differs from a heap
   // build's under the same runtime_v1 names; such builds compile the runtime from source.)
-  alignas(std::max_align_t) unsigned char impl_[12 * sizeof(void*)];
+  alignas(std::max_align_t) unsigned char impl_[16 * sizeof(void*)];
 #endif
 };
 
@@ -374,6 +385,18 @@ inline Extent extent(const kiln_tensor& t, size_t itemsize) noexcept {
 inline bool overlap(const Extent& a, const Extent& b) noexcept { return a.begin < b.end && b.begin < a.end; }
 // InvalidArgument "<kernel>: argument <output>: output overlaps <input|output> <other> in memory ..."
 Status overlap_error(const char* kernel, const char* output, const char* other, bool other_is_output);
+
+// What the generated C entry points add to the C++ ones' checks: InvalidArgument
+// "<kernel>: no context (...)" for a NULL kiln_context, "<kernel>: argument <arg>: null kiln_tensor"
+// for a NULL descriptor.
+Status no_context(const char* kernel);
+Status null_tensor(const char* kernel, const char* arg);
+// Ok when code generated for ABI `abi` runs on this runtime; else Unsupported, naming `library`
+// and both versions. Every generated entry point asks once, and returns it on every call after.
+Status abi_check(int32_t abi, const char* library);
+// A Status as the C API returns it: nullptr for ok, else made with ctx's allocator (ctx nullptr:
+// the heap, or without it one of the runtime's slots).
+kiln_status* to_c(const Status& status, kiln_context* ctx) noexcept;
 
 // Size arithmetic that remembers an overflow: a workspace's bytes at dims their ranges allow may
 // not fit in 64 bits. The value of an operation that overflowed is meaningless; bytes() then

@@ -1,0 +1,716 @@
+// kiln tune (tune.h): the beam search, the timing harness and the database's updates.
+#include "generator/emit/tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "generator/codegen/pipeline.h"
+#include "generator/emit/generator.h"
+#include "generator/emit/tune_db.h"
+#include "generator/ir/text.h"
+#include "generator/render/c.h"
+#include "generator/render/llvm.h"
+#include "generator/rewrite/rewrite.h"
+#include "generator/symbolic/symbolic.h"
+#include "generator/target/llvm_compile.h"
+
+namespace kiln::emit::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using codegen::Opt;
+using codegen::TunedOpts;
+
+#if defined(__x86_64__)
+constexpr const char* kHostArch = "x86_64";
+#elif defined(__aarch64__)
+constexpr const char* kHostArch = "aarch64";
+#else
+constexpr const char* kHostArch = "";
+#endif
+
+// One scheduled kernel of one variant: what is searched.
+struct Job {
+  const SpecFile* file;
+  const KernelInfo* kernel;
+  const Variant* variant;
+  const UOp* ast;
+  std::string label, hash;
+  std::vector<int64_t> values;  // vars[]: the shape it is timed at
+};
+
+// A candidate: the opts the search chose (no THREAD: that is added last, as the heuristics do)
+struct Candidate {
+  TunedOpts search;  // what the beam expands
+  TunedOpts full;    // what is compiled: search, then THREAD where the target has threads
+  const UOp* sink;   // the kernel after them (candidates that make one kernel are one)
+  double ns = -1;    // best time; -1: not timed
+  bool bad = false;  // its outputs disagree with the heuristics', or it crashed
+};
+
+// A value of the dim inside the bucket `b` (none: the generic variant's, which no bucket takes),
+// as near `want` as the range allows
+std::optional<int64_t> value_in_bucket(const frontend::Dim& d, const Specialization* b, int64_t want) {
+  auto fits = [&](int64_t x) {
+    if (b) return b->multiple ? x % b->value == 0 : x == b->value;
+    for (const Specialization& s : d.specializations)
+      if (s.multiple ? x % s.value == 0 : x == s.value) return false;
+    return true;
+  };
+  want = std::clamp(want, d.min, d.max);
+  for (int64_t x = want; x >= d.min; --x)
+    if (fits(x)) return x;
+  for (int64_t x = want + 1; x <= d.max; ++x)
+    if (fits(x)) return x;
+  return std::nullopt;
+}
+
+// an expression of the dims at these values
+int64_t evaluate(const UOp* e, const std::vector<const UOp*>& dims, const std::vector<int64_t>& values) {
+  std::unordered_map<const UOp*, const UOp*> at;
+  for (const UOp* u : toposort(e))
+    if (u->op == Op::DEFINE_VAR)
+      for (size_t i = 0; i < dims.size(); ++i)
+        if (dims[i]->arg<VarArg>().name == u->arg<VarArg>().name) at[u] = e->ctx().cint(values[i], u->dtype);
+  const UOp* v = simplify(substitute(e, at));
+  if (v->op != Op::CONST) throw InternalError("kiln tune: a buffer's size does not fold at the shape: " + print(v));
+  return v->ival();
+}
+
+struct BufferInfo {
+  int64_t bytes;
+  int kind;  // 0 bool, 1 float32, 2 float64, 3 float16, 4 bfloat16, 5 integer
+  int elem;
+};
+
+std::vector<BufferInfo> buffers_of(const UOp* ast, const std::vector<const UOp*>& dims,
+                                   const std::vector<int64_t>& values) {
+  std::vector<BufferInfo> bufs;
+  for (const UOp* u : toposort(ast)) {
+    if (u->op != Op::PARAM) continue;
+    size_t slot = size_t(u->arg<ParamArg>().slot);
+    if (bufs.size() <= slot) bufs.resize(slot + 1, {0, 5, 1});
+    DType d = u->dtype.elem();
+    int kind = d.scalar == Scalar::Bool       ? 0
+               : d.scalar == Scalar::Float32  ? 1
+               : d.scalar == Scalar::Float64  ? 2
+               : d.scalar == Scalar::Float16  ? 3
+               : d.scalar == Scalar::BFloat16 ? 4
+                                              : 5;
+    bufs[slot] = {evaluate(u->src(0), dims, values) * itemsize(d), kind, itemsize(d.base())};
+  }
+  return bufs;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// runs a shell command; its standard output (and error) line by line to `line`; the exit status
+int run_command(const std::string& cmd, const std::function<void(const std::string&)>& line) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) {
+    std::string l(buf);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    line(l);
+  }
+  return pclose(p);
+}
+
+// The harness: candidate 0 (the heuristics') gives the reference outputs from random non-zero
+// inputs; each candidate from `first` on is run from the same inputs, checked, then timed:
+// "c <i> ok <ns>" or "c <i> mismatch <why>", one line each, until the budget (ms) is spent.
+std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values) {
+  std::ostringstream s;
+  s << "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+       "#include <time.h>\n"
+       "typedef void kiln_fn(void* const*, const int64_t*, int32_t, int32_t);\n";
+  for (size_t i = 0; i < count; ++i) s << "kiln_fn kiln_tune_" << i << ";\n";
+  s << "static kiln_fn* const fns[] = {";
+  for (size_t i = 0; i < count; ++i) s << (i ? ", " : "") << "kiln_tune_" << i;
+  s << "};\nenum { NC = " << count << ", NB = " << std::max<size_t>(bufs.size(), 1) << " };\n";
+  s << "static const int64_t vars[] = {0";
+  for (int64_t v : values) s << ", " << v;
+  std::vector<BufferInfo> bs = bufs;
+  if (bs.empty()) bs.push_back({0, 5, 1});
+  auto list = [&](const char* decl, auto field) {
+    s << decl << " = {";
+    for (size_t i = 0; i < bs.size(); ++i) s << (i ? ", " : "") << field(bs[i]);
+    s << "};\n";
+  };
+  s << "};\n";
+  list("static const int64_t bytes[NB]", [](const BufferInfo& b) { return b.bytes; });
+  list("static const int kind[NB]", [](const BufferInfo& b) { return b.kind; });
+  list("static const int elem[NB]", [](const BufferInfo& b) { return b.elem; });
+  s << R"(static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+static double as_double(const unsigned char* p, int k) {
+  float f; double d; uint32_t u; uint16_t h;
+  switch (k) {
+    case 1: memcpy(&f, p, 4); return f;
+    case 2: memcpy(&d, p, 8); return d;
+    case 4: memcpy(&h, p, 2); u = (uint32_t)h << 16; memcpy(&f, &u, 4); return f;
+    case 3: {
+      memcpy(&h, p, 2);
+      int e = (h >> 10) & 31, m = h & 1023;
+      double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
+      return (h & 0x8000) ? -v : v;
+    }
+  }
+  return 0;
+}
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static void fill(unsigned char* p, int64_t n, int k, int e) {
+  for (int64_t i = 0; i + e <= n; i += e) {
+    double v = (0.25 + 0.75 * (double)(next() % 1000) / 1000.0) * ((next() & 1) ? 1 : -1);
+    float f = (float)v; uint32_t u; uint16_t h; int64_t x = (int64_t)(next() % 4) + 1;
+    switch (k) {
+      case 0: p[i] = 1; break;
+      case 1: memcpy(p + i, &f, 4); break;
+      case 2: memcpy(p + i, &v, 8); break;
+      case 3: h = (uint16_t)(0x3800 + (next() % 1024)) | (uint16_t)((next() & 1) << 15); memcpy(p + i, &h, 2); break;
+      case 4: memcpy(&u, &f, 4); h = (uint16_t)(u >> 16); memcpy(p + i, &h, 2); break;
+      default: memcpy(p + i, &x, (size_t)e); break;
+    }
+  }
+}
+int main(int argc, char** argv) {
+  if (argc < 3) return 2;
+  int first = atoi(argv[1]);
+  double budget = atof(argv[2]) * 1e6, start = now_ns();
+  void* bufs[NB];
+  unsigned char *init[NB], *ref[NB];
+  for (int b = 0; b < NB; ++b) {
+    size_t n = (size_t)((bytes[b] + 63) / 64 * 64 + 64);
+    bufs[b] = aligned_alloc(64, n); init[b] = malloc(n); ref[b] = malloc(n);
+    if (!bufs[b] || !init[b] || !ref[b]) { printf("error out of memory\n"); return 2; }
+    fill(init[b], bytes[b], kind[b], elem[b]);
+  }
+  for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
+  fns[0](bufs, vars + 1, 0, 1);
+  for (int b = 0; b < NB; ++b) memcpy(ref[b], bufs[b], (size_t)bytes[b]);
+  double best = INFINITY;
+  for (int c = first; c < NC; ++c) {
+    if (c > first && now_ns() - start > budget) { printf("stop\n"); break; }
+    for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
+    fns[c](bufs, vars + 1, 0, 1);
+    int bad = 0;
+    for (int b = 0; b < NB && !bad; ++b) {
+      const unsigned char* got = bufs[b];
+      if (kind[b] == 0 || kind[b] == 5) {
+        if (memcmp(got, ref[b], (size_t)bytes[b]) != 0) { printf("c %d mismatch in buffer %d\n", c, b); bad = 1; }
+        continue;
+      }
+      double scale = 0;
+      for (int64_t i = 0; i < bytes[b]; i += elem[b]) scale = fmax(scale, fabs(as_double(ref[b] + i, kind[b])));
+      double tol = (kind[b] == 2 ? 1e-9 : kind[b] == 1 ? 1e-3 : 2e-2) * (scale > 1 ? scale : 1);
+      for (int64_t i = 0; i < bytes[b] && !bad; i += elem[b]) {
+        double x = as_double(got + i, kind[b]), y = as_double(ref[b] + i, kind[b]);
+        if ((isnan(x) && isnan(y)) || fabs(x - y) <= tol) continue;
+        printf("c %d mismatch in buffer %d at element %lld: %g, expected %g\n", c, b, (long long)(i / elem[b]), x, y);
+        bad = 1;
+      }
+    }
+    fflush(stdout);
+    if (bad) continue;
+    /* a sample is n calls, n making it 20 us at least: a short kernel's time is not the clock's */
+    double t_best = INFINITY, total = 0, t0 = now_ns();
+    fns[c](bufs, vars + 1, 0, 1);
+    double once = now_ns() - t0;
+    int n = once >= 2e4 ? 1 : once < 2 ? 10000 : (int)(2e4 / once) + 1;
+    for (int r = 0; r < 20; ++r) {
+      t0 = now_ns();
+      for (int i = 0; i < n; ++i) fns[c](bufs, vars + 1, 0, 1);
+      double dt = (now_ns() - t0) / n;
+      total += dt * n;
+      if (dt < t_best) t_best = dt;
+      if ((r >= 2 && total > 1e8) || t_best > 3 * best) break;
+    }
+    if (t_best < best) best = t_best;
+    printf("c %d ok %.1f\n", c, t_best);
+    fflush(stdout);
+  }
+  return 0;
+}
+)";
+  return s.str();
+}
+
+std::string us_text(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f us", ns / 1000);
+  return buf;
+}
+
+}  // namespace
+
+class Tuner {
+ public:
+  Tuner(const TuneOptions& t, Generator& g) : t_(t), g_(g) {}
+
+  TuneResult run();
+
+ private:
+  bool stopped() const { return (t_.stop && t_.stop->load()) || (t_.budget_s > 0 && Clock::now() >= deadline_); }
+  double seconds_left() const {
+    return t_.budget_s > 0 ? std::chrono::duration<double>(deadline_ - Clock::now()).count() : 1e9;
+  }
+  bool write_db(std::string& err);
+  // searches one job; false with err for a failure of the tools (the compiler, the harness)
+  bool search(const Job& job, size_t index, size_t count, std::optional<TuneEntry>& found, std::string& err);
+  std::optional<Candidate> make(const UOp* sink0, const TunedOpts& search) const;
+  std::vector<TunedOpts> actions(const UOp* pre, const TunedOpts& c) const;
+  // compiles the candidates (index 0: the heuristics', opts null) into one harness; its path
+  bool build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err);
+
+  const TuneOptions& t_;
+  Generator& g_;
+  const Target* target_ = nullptr;
+  Clock::time_point deadline_;
+  std::vector<TuneEntry> db_;
+  int builds_ = 0;
+};
+
+std::optional<Candidate> Tuner::make(const UOp* sink0, const TunedOpts& search) const {
+  Candidate c{search, search, nullptr};
+  const UOp* s = codegen::apply_tuned_opts(sink0, search);
+  if (!s) return std::nullopt;
+  if (target_->threads) {
+    // THREAD on the outermost loop after the others, as the heuristics place it
+    TunedOpts probe = search;
+    const UOp* pre = sink0;
+    bool reduces = false;
+    for (const UOp* u : toposort(sink0)) reduces |= u->op == Op::REDUCE;
+    if (reduces)
+      if (const UOp* st = codegen::store_shared_term(pre)) pre = st;
+    for (const Opt& o : search.opts) pre = codegen::apply_opt(pre, o);
+    if (pre && pre->nsrc() == 1 && pre->src(0)->op == Op::END && codegen::mark_thread_axis(pre)) {
+      probe.opts.push_back({Opt::Kind::Thread, pre->src(0)->src(1)->arg<RangeArg>().axis, 0});
+      if (const UOp* with = codegen::apply_tuned_opts(sink0, probe)) {
+        c.full = probe;
+        s = with;
+      }
+    }
+  }
+  c.sink = s;
+  return c;
+}
+
+std::vector<TunedOpts> Tuner::actions(const UOp* pre, const TunedOpts& c) const {
+  std::vector<TunedOpts> out;
+  if (c.opts.size() >= 6) return out;
+  for (const Opt& o : c.opts) pre = codegen::apply_opt(pre, o);
+  if (!pre) return out;
+  auto add = [&](Opt o) {
+    TunedOpts n = c;
+    n.opts.push_back(o);
+    out.push_back(std::move(n));
+  };
+  std::vector<int32_t> loops;
+  std::set<int32_t> seen;
+  for (const UOp* u : toposort(pre)) {
+    if (u->op != Op::RANGE) continue;
+    const RangeArg& ra = u->arg<RangeArg>();
+    if (!seen.insert(ra.axis).second) continue;
+    if (ra.type == AxisType::Loop) {
+      loops.push_back(ra.axis);
+      for (int64_t a : {2, 3, 4, 8, 16}) add({Opt::Kind::Upcast, ra.axis, a});
+      for (int64_t a : {8, 16, 32, 64}) add({Opt::Kind::Lane, ra.axis, a});
+      add({Opt::Kind::Padto, ra.axis, 16});
+    } else if (ra.type == AxisType::Reduce) {
+      for (int64_t a : {2, 4, 8}) add({Opt::Kind::Unroll, ra.axis, a});
+    }
+  }
+  for (size_t i = 0; i < loops.size(); ++i)
+    for (size_t j = i + 1; j < loops.size(); ++j) add({Opt::Kind::Swap, loops[i], loops[j]});
+  for (int64_t b : {0, 128, 256, 512})
+    if (b != c.reduce_block) {
+      TunedOpts n = c;
+      n.reduce_block = b;
+      out.push_back(std::move(n));
+    }
+  return out;
+}
+
+bool Tuner::build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err) {
+  std::vector<codegen::CKernel> ks;
+  for (size_t i = 0; i < opts.size(); ++i) {
+    codegen::PipelineOptions po;
+    po.target = target_;
+    if (opts[i]) po.tuned = *opts[i];
+    ks.push_back(codegen::compile_to_c(job.ast, job.file->dims, po, "kiln_tune_" + std::to_string(i)));
+  }
+  std::string dir = t_.work_dir + "/" + std::to_string(builds_++);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  auto write = [&](const std::string& path, const std::string& text) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+    return bool(f.flush());
+  };
+  std::string kernels;
+  std::string cc = t_.cc;
+  if (target_->arch != "any" && target_->arch != kHostArch && cc.find("clang") != std::string::npos)
+    cc += " --target=" + target_->triple;
+  if (target_->output == target::Output::Object) {
+    std::vector<render::LlvmKernel> lk;
+    for (size_t i = 0; i < ks.size(); ++i)
+      lk.push_back({ks[i].linear, "kiln_tune_" + std::to_string(i), job.file->dims});
+    std::string module = render::render_llvm_module(*target_, "kiln_tune", lk);
+    kernels = dir + "/kernels.o";
+    if (!write(kernels, target::compile_module(*target_, module, target::Artifact::Object))) {
+      err = "kiln: error: cannot write " + kernels + "\n";
+      return false;
+    }
+  } else {
+    std::string src = render::c_preamble();
+    for (const codegen::CKernel& k : ks) src += k.source;
+    kernels = dir + "/kernels.c";
+    if (!write(kernels, src)) {
+      err = "kiln: error: cannot write " + kernels + "\n";
+      return false;
+    }
+    for (const std::string& f : target_->c_flags) cc += " " + f;
+    cc += " -O2";
+  }
+  std::string harness = dir + "/harness.c";
+  exe = dir + "/harness";
+  const std::vector<BufferInfo> bufs = buffers_of(job.ast, job.file->dims, job.values);
+  if (!write(harness, harness_c(ks.size(), bufs, job.values))) {
+    err = "kiln: error: cannot write " + harness + "\n";
+    return false;
+  }
+  std::string out;
+  std::string cmd =
+      cc + " -O2 -o " + shell_quote(exe) + " " + shell_quote(harness) + " " + shell_quote(kernels) + " -lm";
+  int rc = run_command(cmd, [&](const std::string& l) { out += l + "\n"; });
+  if (rc != 0) {
+    err = "kiln: error: the timing harness did not build (" + cmd + "):\n" + out;
+    return false;
+  }
+  return true;
+}
+
+bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<TuneEntry>& found, std::string& err) {
+  // the heuristics' kernel: what the opts see (after "simplify ranges") and what they make
+  const UOp *sink0 = nullptr, *heuristic = nullptr;
+  std::vector<std::string> heuristic_opts;
+  codegen::PipelineOptions po;
+  po.target = target_;
+  po.applied_opts = &heuristic_opts;
+  po.after_stage = [&](std::string_view stage, const UOp* s) {
+    if (stage == "simplify ranges") sink0 = s;
+    if (stage == "apply opts") heuristic = s;
+  };
+  codegen::full_rewrite_to_sink(job.ast, po);
+  const UOp* pre = sink0;
+  for (const UOp* u : toposort(sink0))
+    if (u->op == Op::REDUCE) {
+      if (const UOp* st = codegen::store_shared_term(sink0)) pre = st;
+      break;
+    }
+
+  std::vector<Candidate> cands;
+  std::set<const UOp*> seen{heuristic};
+  std::optional<TunedOpts> base_search;  // the heuristics' choice as search opts, where found
+  TunedOpts h;
+  for (const std::string& s : heuristic_opts)
+    if (std::optional<Opt> o = codegen::parse_opt(s); o && o->kind != Opt::Kind::Thread) h.opts.push_back(*o);
+  for (int64_t b : {0, 256, 128, 512}) {
+    h.reduce_block = b;
+    if (std::optional<Candidate> c = make(sink0, h); c && c->sink == heuristic) base_search = h;
+    if (base_search) break;
+  }
+  auto offer = [&](const TunedOpts& s) {
+    std::optional<Candidate> c = make(sink0, s);
+    if (!c || !seen.insert(c->sink).second) return;
+    cands.push_back(std::move(*c));
+  };
+  if (!base_search) offer(h);
+  offer(TunedOpts{});
+  for (const TuneEntry& e : db_)  // what an earlier run chose, measured again
+    if (e.hash == job.hash && e.target == target_->name && e.variant == job.variant->tag) {
+      TunedOpts s = e.opts;
+      s.opts.erase(
+          std::remove_if(s.opts.begin(), s.opts.end(), [](const Opt& o) { return o.kind == Opt::Kind::Thread; }),
+          s.opts.end());
+      offer(s);
+    }
+
+  // the first step: the seeds and one opt more than the heuristics' (or than none)
+  for (TunedOpts& n : actions(pre, base_search.value_or(TunedOpts{}))) offer(n);
+  std::string what = job.label + "[" + job.variant->tag + "]";
+  double share = t_.budget_s > 0 ? seconds_left() / double(count - index) : 1e9;
+  Clock::time_point job_end =
+      t_.budget_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share))
+                      : Clock::time_point::max();
+  double base_ns = -1, best_ns = -1, beam_ns = -1;
+  std::vector<size_t> todo(cands.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  // candidates per harness: one build's time stays a small part of a budget's share
+  constexpr size_t kChunk = 16;
+  std::chrono::duration<double> build_time{0};  // the last build's: none starts that would end past the budget
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t); };
+  for (int step = 1; !todo.empty() && !stopped() && Clock::now() < job_end; ++step) {
+    for (size_t c0 = 0; c0 < todo.size() && !stopped(); c0 += kChunk) {
+      if (base_ns >= 0 && Clock::now() + std::chrono::duration_cast<Clock::duration>(build_time) >= job_end) break;
+      std::vector<size_t> chunk(todo.begin() + std::ptrdiff_t(c0),
+                                todo.begin() + std::ptrdiff_t(std::min(todo.size(), c0 + kChunk)));
+      // one harness: the heuristics' kernel first, then these candidates
+      std::vector<const TunedOpts*> opts{nullptr};
+      for (size_t i : chunk) opts.push_back(&cands[i].full);
+      std::string exe;
+      Clock::time_point built = Clock::now();
+      if (!build(job, opts, exe, err)) return false;
+      build_time = since(built);
+      // the heuristics' time, once a harness (the machine's load changes): a run from candidate 0
+      // that a budget of 0 stops after it
+      std::string runner = t_.runner.empty() ? "" : t_.runner + " ";
+      run_command(runner + shell_quote(exe) + " 0 0", [&](const std::string& l) {
+        int c = -1;
+        char status[16] = {0};
+        double ns = 0;
+        if (std::sscanf(l.c_str(), "c %d %15s %lf", &c, status, &ns) == 3 && c == 0 && std::string(status) == "ok")
+          base_ns = base_ns < 0 ? ns : std::min(base_ns, ns);
+      });
+      for (size_t first = 0; first < chunk.size() && !stopped() && Clock::now() < job_end;) {
+        double ms = std::chrono::duration<double, std::milli>(job_end - Clock::now()).count();
+        std::string cmd = runner + shell_quote(exe) + " " + std::to_string(first + 1) + " " +
+                          std::to_string(int64_t(std::max(1.0, std::min(ms, 1e9))));
+        size_t next = first;
+        bool any = false;
+        int rc = run_command(cmd, [&](const std::string& l) {
+          int c = -1;
+          char status[16] = {0};
+          double ns = 0;
+          if (std::sscanf(l.c_str(), "c %d %15s %lf", &c, status, &ns) < 2 || c < 1 || size_t(c) > chunk.size()) return;
+          any = true;
+          Candidate& cd = cands[chunk[size_t(c) - 1]];
+          next = size_t(c);
+          if (std::string(status) == "ok") {
+            cd.ns = ns;
+          } else {
+            cd.bad = true;
+            if (t_.log)
+              t_.log(what + ": candidate " + tune_opts_text(cd.full) +
+                     " dropped, its outputs disagree with the heuristics' (" + l.substr(l.find("mismatch")) + ")");
+          }
+          if (cd.ns >= 0 && (best_ns < 0 || cd.ns < best_ns)) best_ns = cd.ns;
+          if (t_.progress) {
+            size_t done = c0 + size_t(c);
+            int width = 20, fill = int(double(done) / double(todo.size()) * width);
+            t_.progress("[" + std::string(size_t(fill), '#') + std::string(size_t(width - fill), '.') + "] " + what +
+                        " (" + std::to_string(index + 1) + "/" + std::to_string(count) + ") step " +
+                        std::to_string(step) + ": " + std::to_string(done) + "/" + std::to_string(todo.size()) +
+                        ", best " + (best_ns < 0 ? std::string("-") : us_text(best_ns)) +
+                        (base_ns < 0 ? "" : " (heuristics " + us_text(base_ns) + ")"));
+          }
+        });
+        if (stopped()) break;
+        // a run that ended without a line for the next candidate, and not at the budget, crashed on it
+        bool finished = next >= chunk.size();
+        if (!finished && rc != 0) {
+          cands[chunk[next]].bad = true;
+          if (t_.log)
+            t_.log(what + ": candidate " + tune_opts_text(cands[chunk[next]].full) +
+                   " dropped, the harness did not finish it");
+          next += 1;
+        } else if (!finished && !any) {
+          break;  // the budget ran out before the first
+        }
+        first = next;
+      }
+    }
+    if (base_ns < 0) {
+      err = "kiln: error: the timing harness of " + what + " did not time the heuristics' kernel (in " + t_.work_dir +
+            ")\n";
+      return false;
+    }
+    // the beam: the fastest candidates timed so far, the heuristics' own opts among them
+    std::vector<std::pair<double, const TunedOpts*>> ranked;
+    if (base_search) ranked.push_back({base_ns, &*base_search});
+    for (const Candidate& c : cands)
+      if (c.ns >= 0 && !c.bad) ranked.push_back({c.ns, &c.search});
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (ranked.size() > size_t(t_.beam)) ranked.resize(size_t(t_.beam));
+    todo.clear();
+    // as the seeds' beam search: a step that found nothing faster ends it
+    if (ranked.empty() || (beam_ns >= 0 && ranked.front().first >= beam_ns)) break;
+    beam_ns = ranked.front().first;
+    std::vector<TunedOpts> next_opts;
+    for (const auto& [ns, s] : ranked)
+      for (TunedOpts& n : actions(pre, *s)) next_opts.push_back(std::move(n));
+    for (const TunedOpts& n : next_opts) {
+      size_t before = cands.size();
+      offer(n);
+      if (cands.size() > before) todo.push_back(before);
+    }
+  }
+  const Candidate* best = nullptr;
+  for (const Candidate& c : cands)
+    if (c.ns >= 0 && !c.bad && (!best || c.ns < best->ns)) best = &c;
+  if (t_.log)
+    t_.log(what + ": heuristics " + us_text(base_ns) + ", best candidate " + (best ? us_text(best->ns) : "-") + " of " +
+           std::to_string(std::count_if(cands.begin(), cands.end(), [](const Candidate& c) { return c.ns >= 0; })) +
+           " timed" + (best && best->ns < base_ns ? "" : ": the heuristics' opts stay"));
+  // measured faster: by more than the noise of one measurement (1%)
+  if (best && best->ns < 0.99 * base_ns) {
+    TuneEntry e;
+    e.hash = job.hash;
+    e.target = target_->name;
+    e.variant = job.variant->tag;
+    e.kernel = job.label;
+    e.opts = best->full;
+    e.us = best->ns / 1000;
+    e.heuristic_us = base_ns / 1000;
+    found = e;
+  }
+  return true;
+}
+
+bool Tuner::write_db(std::string& err) {
+  std::string tmp = t_.db + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << print_tune_db(db_);
+    if (!f.flush()) {
+      err = "kiln: error: cannot write " + tmp + "\n";
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), t_.db.c_str()) != 0) {
+    err = "kiln: error: cannot write " + t_.db + "\n";
+    return false;
+  }
+  return true;
+}
+
+TuneResult Tuner::run() {
+  TuneResult r;
+  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t_.budget_s));
+  if (t_.gen.targets.size() != 1) {
+    r.errors = "kiln: error: kiln tune times one target (got " + std::to_string(t_.gen.targets.size()) + ")\n";
+    return r;
+  }
+  if (std::filesystem::exists(t_.db)) {
+    frontend::InputFile in = frontend::read_input_file(t_.db);
+    if (!in.ok()) {
+      r.errors = in.error;
+      return r;
+    }
+    if (!parse_tune_db(in.text, t_.db, db_, r.errors)) return r;
+  }
+  if (!g_.prepare(r.errors)) return r;
+  target_ = g_.targets().front();
+  for (const std::string& k : t_.kernels)
+    if (std::none_of(g_.kernels().begin(), g_.kernels().end(), [&](const KernelInfo& ki) { return ki.name == k; })) {
+      r.errors = "kiln: error: no kernel named '" + k + "'\n";
+      return r;
+    }
+  std::vector<Job> jobs;
+  for (const KernelInfo& k : g_.kernels()) {
+    if (!t_.kernels.empty() && std::find(t_.kernels.begin(), t_.kernels.end(), k.name) == t_.kernels.end()) continue;
+    const SpecFile& f = g_.files()[k.file];
+    for (const Variant& v : k.variants) {
+      if (!t_.variants.empty() && std::find(t_.variants.begin(), t_.variants.end(), v.tag) == t_.variants.end())
+        continue;
+      std::vector<int64_t> values(f.dims.size());
+      bool inside = true;
+      for (size_t d = 0; d < f.dims.size(); ++d) {
+        const frontend::Dim& dim = f.spec.dims[d];
+        values[d] = dim.min;
+        if (std::find(k.dims.begin(), k.dims.end(), int32_t(d)) == k.dims.end()) continue;
+        const Specialization* b = nullptr;
+        for (const auto& [gd, s] : v.guard)
+          if (gd == int32_t(d)) b = &s;
+        auto want = t_.dims.find(dim.name);
+        std::optional<int64_t> x = value_in_bucket(dim, b, want == t_.dims.end() ? 1024 : want->second);
+        if (!x) inside = false;
+        values[d] = x.value_or(dim.min);
+      }
+      if (!inside) continue;  // a bucket no value of the range is in
+      for (size_t si = 0; si < v.sched.kernels.size(); ++si) {
+        const UOp* ast = v.sched.kernels[si].ast;
+        jobs.push_back({&f, &k, &v, ast, tune_label(k.name, si, v.sched.kernels.size()), kernel_hash(ast), values});
+      }
+    }
+  }
+  for (size_t i = 0; i < jobs.size() && !stopped(); ++i) {
+    std::optional<TuneEntry> found;
+    if (t_.log) {
+      std::string shape;
+      for (int32_t d : jobs[i].kernel->dims)
+        shape += " " + g_.files()[jobs[i].kernel->file].spec.dims[size_t(d)].name + "=" +
+                 std::to_string(jobs[i].values[size_t(d)]);
+      t_.log(jobs[i].label + "[" + jobs[i].variant->tag + "] on " + target_->name + " at" + shape + ":");
+    }
+    if (!search(jobs[i], i, jobs.size(), found, r.errors)) return r;
+    ++r.variants;
+    auto same = [&](const TuneEntry& e) {
+      return e.hash == jobs[i].hash && e.target == target_->name && e.variant == jobs[i].variant->tag;
+    };
+    if (found) {
+      merge_tune_entry(db_, *found);
+      ++r.improved;
+    } else if (!stopped()) {
+      db_.erase(std::remove_if(db_.begin(), db_.end(), same), db_.end());  // the heuristics won: no entry
+    }
+    if (!write_db(r.errors)) return r;
+  }
+  if (t_.progress) t_.progress("");
+  r.ok = true;
+  return r;
+}
+
+bool Generator::prepare(std::string& err) {
+  if (!check_options(err)) return false;
+  for (const std::string& path : o_.specs)
+    if (!load(path, err)) return false;
+  for (size_t f = 0; f < files_.size(); ++f)
+    if (!build_kernels(f, err)) return false;
+  return true;
+}
+
+}  // namespace kiln::emit::detail
+
+namespace kiln::emit {
+
+bool tune_keys(const GenOptions& options, std::vector<TuneEntry>& keys, std::string& err) {
+  detail::Generator g(options);
+  if (!g.prepare(err)) return false;
+  for (const detail::KernelInfo& k : g.kernels())
+    for (const detail::Variant& v : k.variants)
+      for (size_t si = 0; si < v.sched.kernels.size(); ++si)
+        for (const Target* t : g.targets()) {
+          TuneEntry e;
+          e.hash = kernel_hash(v.sched.kernels[si].ast);
+          e.target = t->name;
+          e.variant = v.tag;
+          e.kernel = tune_label(k.name, si, v.sched.kernels.size());
+          keys.push_back(std::move(e));
+        }
+  return true;
+}
+
+TuneResult tune(const TuneOptions& options) {
+  detail::Generator g(options.gen);
+  return detail::Tuner(options, g).run();
+}
+
+}  // namespace kiln::emit

@@ -490,9 +490,10 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
           base_ns = base_ns < 0 ? ns : std::min(base_ns, ns);
       });
       for (size_t first = 0; first < chunk.size() && !stopped() && Clock::now() < job_end;) {
+        // at most 2 s a run, so a stop (SIGINT to kiln alone, the budget) waits for no more
         double ms = std::chrono::duration<double, std::milli>(job_end - Clock::now()).count();
         std::string cmd = runner + shell_quote(exe) + " " + std::to_string(first + 1) + " " +
-                          std::to_string(int64_t(std::max(1.0, std::min(ms, 1e9))));
+                          std::to_string(int64_t(std::max(1.0, std::min(ms, 2000.0))));
         size_t next = first;
         bool any = false;
         int rc = run_command(cmd, [&](const std::string& l) {

@@ -3,8 +3,10 @@
 // and message and writes nothing; each call takes the specialized variant exactly when its guard
 // holds (across the bucket boundaries) and computes the right values; threads, a parallel-for
 // of the app's own and a workspace the caller gives; outputs that overlap another argument, and
-// workspaces too large to count, are refused. Built twice: with the runtime (kiln_dispatch_tests)
-// and with it and the generated files compiled without the heap (kiln_noheap_dispatch_tests).
+// workspaces too large to count, are refused. Built three times: with the runtime
+// (kiln_dispatch_tests), with it and the generated files compiled without the heap
+// (kiln_noheap_dispatch_tests), and on the library built with kiln tune's database
+// tests/gen/dispatch.tunedb (kiln_dispatch_tuned_tests: the tuned kernels).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,7 +16,12 @@
 #include <random>
 #include <vector>
 
+#if defined(KILN_GEN_TUNED)  // the same tests on the library built with kiln tune's database
+#include "kiln_gen_tuned.h"
+namespace kiln_gen_test = kiln_gen_tuned;
+#else
 #include "kiln_gen_test.h"
+#endif
 
 namespace {
 

@@ -53,6 +53,7 @@ struct Candidate {
   TunedOpts full;    // what is compiled: search, then THREAD where the target has threads
   const UOp* sink;   // the kernel after them (candidates that make one kernel are one)
   double ns = -1;    // best time; -1: not timed
+  double base = -1;  // the heuristics' kernel's best in the same samples
   bool bad = false;  // its outputs disagree with the heuristics', or it crashed
 };
 
@@ -203,13 +204,17 @@ int main(int argc, char** argv) {
     fill(init[b], bytes[b], kind[b], elem[b]);
   }
   for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
+  /* the heuristics' kernel: the outputs to match, and (one cold call) the time to beat */
+  double best = now_ns();
   fns[0](bufs, vars + 1, 0, 1);
+  best = now_ns() - best;
   for (int b = 0; b < NB; ++b) memcpy(ref[b], bufs[b], (size_t)bytes[b]);
-  double best = INFINITY;
   for (int c = first; c < NC; ++c) {
     if (c > first && now_ns() - start > budget) { printf("stop\n"); break; }
     for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
+    double t0 = now_ns();
     fns[c](bufs, vars + 1, 0, 1);
+    double once = now_ns() - t0;
     int bad = 0;
     for (int b = 0; b < NB && !bad; ++b) {
       const unsigned char* got = bufs[b];
@@ -229,27 +234,43 @@ int main(int argc, char** argv) {
     }
     fflush(stdout);
     if (bad) continue;
-    /* a sample is n calls, n making it 20 us at least: a short kernel's time is not the clock's */
-    double t_best = INFINITY, total = 0, t0 = now_ns();
-    fns[c](bufs, vars + 1, 0, 1);
-    double once = now_ns() - t0;
+    /* far slower than the heuristics' kernel on its first call: no more of its time is spent */
+    if (once > 3 * best && once > 1e6) {
+      printf("c %d ok %.1f %.1f\n", c, once, best);
+      fflush(stdout);
+      continue;
+    }
+    /* samples of the candidate and of the heuristics' kernel in turn, so a change in the machine's
+       load moves both; a sample is n calls, n making it 20 us at least (not the clock's time) */
+    double t_best = INFINITY, t_base = INFINITY, total = 0;
     int n = once >= 2e4 ? 1 : once < 2 ? 10000 : (int)(2e4 / once) + 1;
     for (int r = 0; r < 20; ++r) {
-      t0 = now_ns();
-      for (int i = 0; i < n; ++i) fns[c](bufs, vars + 1, 0, 1);
-      double dt = (now_ns() - t0) / n;
-      total += dt * n;
-      if (dt < t_best) t_best = dt;
-      if ((r >= 2 && total > 1e8) || t_best > 3 * best) break;
+      for (int k = 0; k < 2; ++k) {
+        kiln_fn* f = fns[k ? c : 0];
+        t0 = now_ns();
+        for (int i = 0; i < n; ++i) f(bufs, vars + 1, 0, 1);
+        double dt = (now_ns() - t0) / n;
+        total += dt * n;
+        if (k && dt < t_best) t_best = dt;
+        if (!k && dt < t_base) t_base = dt;
+      }
+      if ((r >= 2 && total > 2e8) || t_best > 3 * t_base) break;
     }
-    if (t_best < best) best = t_best;
-    printf("c %d ok %.1f\n", c, t_best);
+    if (t_base < best) best = t_base;
+    printf("c %d ok %.1f %.1f\n", c, t_best, t_base);
     fflush(stdout);
   }
   return 0;
 }
 )";
   return s.str();
+}
+
+// a candidate's time against the heuristics' kernel's: "0.83x"
+std::string ratio_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3fx", r);
+  return buf;
 }
 
 std::string us_text(double ns) {
@@ -267,7 +288,8 @@ class Tuner {
   TuneResult run();
 
  private:
-  bool stopped() const { return (t_.stop && t_.stop->load()) || (t_.budget_s > 0 && Clock::now() >= deadline_); }
+  bool interrupted() const { return t_.stop && t_.stop->load(); }
+  bool stopped() const { return interrupted() || (t_.budget_s > 0 && Clock::now() >= deadline_); }
   double seconds_left() const {
     return t_.budget_s > 0 ? std::chrono::duration<double>(deadline_ - Clock::now()).count() : 1e9;
   }
@@ -460,9 +482,54 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
   Clock::time_point job_end =
       t_.budget_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share))
                       : Clock::time_point::max();
-  double base_ns = -1, best_ns = -1, beam_ns = -1;
+  double base_ns = -1, best_ratio = -1, beam_ratio = -1;
   std::vector<size_t> todo(cands.size());
   for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  std::string runner = t_.runner.empty() ? "" : t_.runner + " ";
+  // Runs harness `exe` on its candidates 1..n until `until`, each reported to `on` (its number, ok,
+  // its time and the heuristics' in the same samples, the line); a candidate the harness died on
+  // is reported not ok. A run takes 2 s at most, so a stop (SIGINT to kiln alone, the budget)
+  // waits for no more.
+  auto run_harness = [&](const std::string& exe, size_t n, Clock::time_point until,
+                         const std::function<void(size_t, bool, double, double, const std::string&)>& on) {
+    for (size_t first = 0; first < n && !interrupted() && Clock::now() < until;) {
+      double ms = std::chrono::duration<double, std::milli>(until - Clock::now()).count();
+      std::string cmd = runner + shell_quote(exe) + " " + std::to_string(first + 1) + " " +
+                        std::to_string(int64_t(std::max(1.0, std::min(ms, 2000.0))));
+      size_t next = first;
+      bool any = false;
+      int rc = run_command(cmd, [&](const std::string& l) {
+        int c = -1;
+        char status[16] = {0};
+        double ns = 0, base = 0;
+        int got = std::sscanf(l.c_str(), "c %d %15s %lf %lf", &c, status, &ns, &base);
+        if (got < 2 || c < 1 || size_t(c) > n) return;
+        any = true;
+        next = size_t(c);
+        bool ok = std::string(status) == "ok" && got == 4 && ns > 0 && base > 0;
+        if (ok) base_ns = base_ns < 0 ? base : std::min(base_ns, base);
+        on(size_t(c), ok, ns, base, l);
+      });
+      if (interrupted()) return;
+      // a run that ended without a line for the next candidate, and not at its budget, died on it
+      if (next < n && rc != 0) {
+        on(next + 1, false, 0, 0, "");
+        next += 1;
+      } else if (next < n && !any) {
+        return;  // the budget ran out before the first
+      }
+      first = next;
+    }
+  };
+  auto drop = [&](const Candidate& cd, const std::string& line) {
+    if (!t_.log) return;
+    if (line.find("mismatch") != std::string::npos)
+      t_.log(what + ": candidate " + tune_opts_text(cd.full) + " dropped, its outputs disagree with the heuristics' (" +
+             line.substr(line.find("mismatch")) + ")");
+    else
+      t_.log(what + ": candidate " + tune_opts_text(cd.full) + " dropped, the harness did not finish it" +
+             (line.empty() ? "" : " (" + line + ")"));
+  };
   // candidates per harness: one build's time stays a small part of a budget's share
   constexpr size_t kChunk = 16;
   std::chrono::duration<double> build_time{0};  // the last build's: none starts that would end past the budget
@@ -479,83 +546,47 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
       Clock::time_point built = Clock::now();
       if (!build(job, opts, exe, err)) return false;
       build_time = since(built);
-      // the heuristics' time, once a harness (the machine's load changes): a run from candidate 0
-      // that a budget of 0 stops after it
-      std::string runner = t_.runner.empty() ? "" : t_.runner + " ";
-      run_command(runner + shell_quote(exe) + " 0 0", [&](const std::string& l) {
-        int c = -1;
-        char status[16] = {0};
-        double ns = 0;
-        if (std::sscanf(l.c_str(), "c %d %15s %lf", &c, status, &ns) == 3 && c == 0 && std::string(status) == "ok")
-          base_ns = base_ns < 0 ? ns : std::min(base_ns, ns);
-      });
-      for (size_t first = 0; first < chunk.size() && !stopped() && Clock::now() < job_end;) {
-        // at most 2 s a run, so a stop (SIGINT to kiln alone, the budget) waits for no more
-        double ms = std::chrono::duration<double, std::milli>(job_end - Clock::now()).count();
-        std::string cmd = runner + shell_quote(exe) + " " + std::to_string(first + 1) + " " +
-                          std::to_string(int64_t(std::max(1.0, std::min(ms, 2000.0))));
-        size_t next = first;
-        bool any = false;
-        int rc = run_command(cmd, [&](const std::string& l) {
-          int c = -1;
-          char status[16] = {0};
-          double ns = 0;
-          if (std::sscanf(l.c_str(), "c %d %15s %lf", &c, status, &ns) < 2 || c < 1 || size_t(c) > chunk.size()) return;
-          any = true;
-          Candidate& cd = cands[chunk[size_t(c) - 1]];
-          next = size_t(c);
-          if (std::string(status) == "ok") {
-            cd.ns = ns;
-          } else {
-            cd.bad = true;
-            if (t_.log)
-              t_.log(what + ": candidate " + tune_opts_text(cd.full) +
-                     " dropped, its outputs disagree with the heuristics' (" + l.substr(l.find("mismatch")) + ")");
-          }
-          if (cd.ns >= 0 && (best_ns < 0 || cd.ns < best_ns)) best_ns = cd.ns;
-          if (t_.progress) {
-            size_t done = c0 + size_t(c);
-            int width = 20, fill = int(double(done) / double(todo.size()) * width);
-            t_.progress("[" + std::string(size_t(fill), '#') + std::string(size_t(width - fill), '.') + "] " + what +
-                        " (" + std::to_string(index + 1) + "/" + std::to_string(count) + ") step " +
-                        std::to_string(step) + ": " + std::to_string(done) + "/" + std::to_string(todo.size()) +
-                        ", best " + (best_ns < 0 ? std::string("-") : us_text(best_ns)) +
-                        (base_ns < 0 ? "" : " (heuristics " + us_text(base_ns) + ")"));
-          }
-        });
-        if (stopped()) break;
-        // a run that ended without a line for the next candidate, and not at the budget, crashed on it
-        bool finished = next >= chunk.size();
-        if (!finished && rc != 0) {
-          cands[chunk[next]].bad = true;
-          if (t_.log)
-            t_.log(what + ": candidate " + tune_opts_text(cands[chunk[next]].full) +
-                   " dropped, the harness did not finish it");
-          next += 1;
-        } else if (!finished && !any) {
-          break;  // the budget ran out before the first
+      // a variant's first harness runs even past its share: a second at least, for a time to compare
+      Clock::time_point until = base_ns < 0 ? std::max(job_end, Clock::now() + std::chrono::seconds(1)) : job_end;
+      run_harness(exe, chunk.size(), until, [&](size_t c, bool ok, double ns, double base, const std::string& l) {
+        Candidate& cd = cands[chunk[c - 1]];
+        if (ok) {
+          cd.ns = ns;
+          cd.base = base;
+          if (best_ratio < 0 || ns / base < best_ratio) best_ratio = ns / base;
+        } else {
+          cd.bad = true;
+          drop(cd, l);
         }
-        first = next;
-      }
+        if (!t_.progress || base_ns < 0) return;
+        size_t done = c0 + c;
+        int width = 20, fill = int(double(done) / double(todo.size()) * width);
+        t_.progress("[" + std::string(size_t(fill), '#') + std::string(size_t(width - fill), '.') + "] " + what + " (" +
+                    std::to_string(index + 1) + "/" + std::to_string(count) + ") step " + std::to_string(step) + ": " +
+                    std::to_string(done) + "/" + std::to_string(todo.size()) + ", heuristics " + us_text(base_ns) +
+                    ", best " + (best_ratio < 0 ? std::string("-") : ratio_text(best_ratio)));
+      });
     }
     if (base_ns < 0) {
-      err = "kiln: error: the timing harness of " + what + " did not time the heuristics' kernel (in " + t_.work_dir +
-            ")\n";
+      if (stopped()) break;
+      err = "kiln: error: the timing harness of " + what + " timed nothing (in " + t_.work_dir + "; the runner '" +
+            t_.runner + "')\n";
       return false;
     }
-    // the beam: the fastest candidates timed so far, the heuristics' own opts among them
+    // the beam: the candidates timed so far that were fastest against the heuristics' kernel in
+    // the same samples, the heuristics' own choice among them
     std::vector<std::pair<double, const TunedOpts*>> ranked;
-    if (base_search) ranked.push_back({base_ns, &*base_search});
+    if (base_search) ranked.push_back({1.0, &*base_search});
     for (const Candidate& c : cands)
-      if (c.ns >= 0 && !c.bad) ranked.push_back({c.ns, &c.search});
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (c.ns >= 0 && !c.bad) ranked.push_back({c.ns / c.base, &c.search});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     if (ranked.size() > size_t(t_.beam)) ranked.resize(size_t(t_.beam));
     todo.clear();
     // as the seeds' beam search: a step that found nothing faster ends it
-    if (ranked.empty() || (beam_ns >= 0 && ranked.front().first >= beam_ns)) break;
-    beam_ns = ranked.front().first;
+    if (ranked.empty() || (beam_ratio >= 0 && ranked.front().first >= beam_ratio)) break;
+    beam_ratio = ranked.front().first;
     std::vector<TunedOpts> next_opts;
-    for (const auto& [ns, s] : ranked)
+    for (const auto& [ratio, s] : ranked)
       for (TunedOpts& n : actions(pre, *s)) next_opts.push_back(std::move(n));
     for (const TunedOpts& n : next_opts) {
       size_t before = cands.size();
@@ -565,23 +596,41 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
   }
   const Candidate* best = nullptr;
   for (const Candidate& c : cands)
-    if (c.ns >= 0 && !c.bad && (!best || c.ns < best->ns)) best = &c;
-  if (t_.log)
-    t_.log(what + ": heuristics " + us_text(base_ns) + ", best candidate " + (best ? us_text(best->ns) : "-") + " of " +
-           std::to_string(std::count_if(cands.begin(), cands.end(), [](const Candidate& c) { return c.ns >= 0; })) +
-           " timed" + (best && best->ns < base_ns ? "" : ": the heuristics' opts stay"));
-  // measured faster: by more than the noise of one measurement (1%)
-  if (best && best->ns < 0.99 * base_ns) {
-    TuneEntry e;
-    e.hash = job.hash;
-    e.target = target_->name;
-    e.variant = job.variant->tag;
-    e.kernel = job.label;
-    e.opts = best->full;
-    e.us = best->ns / 1000;
-    e.heuristic_us = base_ns / 1000;
-    found = e;
+    if (c.ns >= 0 && !c.bad && (!best || c.ns / c.base < best->ns / best->base)) best = &c;
+  size_t timed = size_t(std::count_if(cands.begin(), cands.end(), [](const Candidate& c) { return c.ns >= 0; }));
+  std::string report = what + ": heuristics " + (base_ns < 0 ? std::string("-") : us_text(base_ns)) + ", " +
+                       std::to_string(timed) + " candidates timed, the best " +
+                       (best ? tune_opts_text(best->full) + " at " + ratio_text(best->ns / best->base) : "-");
+  // faster by more than 1% in the search: timed again against the heuristics' kernel in a harness of
+  // its own (a search compares many candidates, and one of them is fastest by chance too), and
+  // written only if it is faster there too (after the budget too: a few samples of two kernels)
+  if (!best || best->ns >= 0.99 * best->base || interrupted()) {
+    if (t_.log) t_.log(report + ": the heuristics' opts stay");
+    return true;
   }
+  std::string exe;
+  if (!build(job, {nullptr, &best->full}, exe, err)) return false;
+  double ns = -1, base = -1;
+  for (int run = 0; run < 2 && !interrupted(); ++run)
+    run_harness(exe, 1, Clock::now() + std::chrono::seconds(30),
+                [&](size_t, bool ok, double n, double b, const std::string&) {
+                  if (ok && (ns < 0 || n / b > ns / base)) ns = n, base = b;  // the worse of the two
+                });
+  bool faster = ns > 0 && ns < 0.99 * base;
+  if (t_.log)
+    t_.log(report +
+           (ns > 0 ? ", again " + us_text(ns) + " against " + us_text(base) : std::string(", not timed again")) +
+           (faster ? "" : ": the heuristics' opts stay"));
+  if (!faster) return true;
+  TuneEntry e;
+  e.hash = job.hash;
+  e.target = target_->name;
+  e.variant = job.variant->tag;
+  e.kernel = job.label;
+  e.opts = best->full;
+  e.us = ns / 1000;
+  e.heuristic_us = base / 1000;
+  found = e;
   return true;
 }
 

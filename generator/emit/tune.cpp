@@ -582,8 +582,9 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     if (ranked.size() > size_t(t_.beam)) ranked.resize(size_t(t_.beam));
     todo.clear();
-    // as the seeds' beam search: a step that found nothing faster ends it
-    if (ranked.empty() || (beam_ratio >= 0 && ranked.front().first >= beam_ratio)) break;
+    // as the seeds' beam search, a step that found nothing faster ends it; with a budget, the
+    // search goes on from the beam's new members while it lasts
+    if (ranked.empty() || (t_.budget_s <= 0 && beam_ratio >= 0 && ranked.front().first >= beam_ratio)) break;
     beam_ratio = ranked.front().first;
     std::vector<TunedOpts> next_opts;
     for (const auto& [ratio, s] : ranked)

@@ -139,6 +139,14 @@ check "runner: it ran the harness" "yes" "$(grep -q '/harness [0-9]* [0-9]*$' "$
 "$kiln" tune --name g --target x86_64-avx512 --db "$tmp/r2.db" --budget 2 --runner false "$tmp/g.kiln" 2>"$tmp/err"
 check "runner that fails: an error, exit 1" "1" "$?"
 
+# another machine's target: the harness cross-compiled (clang --target) and run under qemu, where installed
+if command -v qemu-aarch64-static >/dev/null && command -v clang-19 >/dev/null && [[ -d /usr/aarch64-linux-gnu ]]; then
+  "$kiln" tune --name g --target aarch64-neon --db "$tmp/a64.db" --budget 3 --dim M=16,N=16,K=16 --kernel sgemm \
+    --variant Mx16_Nx16 --cc clang-19 --runner "qemu-aarch64-static -L /usr/aarch64-linux-gnu" "$tmp/g.kiln" 2>"$tmp/err"
+  check "aarch64 under qemu: exit code" "0" "$?"
+  check "aarch64 under qemu: the variant timed" "1" "$(grep -c 'sgemm\[Mx16_Nx16\]: heuristics .* us, [0-9]* candidates timed' "$tmp/err")"
+fi
+
 # interrupted: SIGINT finishes the run under way and keeps the database
 "$kiln" tune --name g --target x86_64-avx512 --db "$tmp/int.db" --budget 100 --dim M=128,N=128,K=128 "$tmp/g.kiln" \
   2>"$tmp/err" &

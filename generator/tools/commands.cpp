@@ -477,7 +477,11 @@ int run_tune(kiln::emit::TuneOptions& o, const std::vector<std::string>& dims) {
   };
   kiln::emit::TuneResult r = kiln::emit::tune(o);
   std::error_code ec;
-  if (!std::getenv("KILN_TUNE_KEEP")) std::filesystem::remove_all(o.work_dir, ec);
+  // KILN_TUNE_KEEP=1: the harnesses' sources and executables stay, to run by hand
+  if (std::getenv("KILN_TUNE_KEEP"))
+    std::cerr << "kiln tune: the harnesses are in " << o.work_dir << "\n";
+  else
+    std::filesystem::remove_all(o.work_dir, ec);
   if (bar) std::cerr << "\r\x1b[K";
   if (!r.ok) {
     std::cerr << r.errors;

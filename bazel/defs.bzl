@@ -83,6 +83,10 @@ def _kiln_gen_impl(ctx):
     targets = [t for t in _TARGETS if t[0] in ctx.attr.targets]
     target_list = "--target=" + ",".join([t[0] for t in targets])
 
+    # kiln tune's database: the spec's and the kernels' actions read it (their opts), the library's does not
+    tune = ["--tune-db=" + ctx.file.tune_db.path] if ctx.file.tune_db else []
+    tune_inputs = [ctx.file.tune_db] if ctx.file.tune_db else []
+
     hdrs, dispatch, manifests, objects = [], [], [], []
     kernels = {_symbol(t[1]): [] for t in _TARGETS}
     parts = {}
@@ -97,8 +101,8 @@ def _kiln_gen_impl(ctx):
         m = _declare(ctx, lib, part + ".manifest.json")
         ctx.actions.run(
             executable = ctx.executable._kiln,
-            arguments = ["gen", "--emit=spec", "--name=" + lib, "--out=" + h.dirname, target_list, spec.path],
-            inputs = [spec],
+            arguments = ["gen", "--emit=spec", "--name=" + lib, "--out=" + h.dirname, target_list] + tune + [spec.path],
+            inputs = [spec] + tune_inputs,
             outputs = [h, d, m],
             mnemonic = "KilnGenSpec",
             progress_message = "kiln gen %s: %s" % (lib, spec.short_path),
@@ -111,8 +115,8 @@ def _kiln_gen_impl(ctx):
             c = _declare(ctx, lib, part + "_" + suffix)
             ctx.actions.run(
                 executable = ctx.executable._kiln,
-                arguments = ["gen", "--emit=kernels", "--name=" + lib, "--out=" + c.dirname, "--target=" + name, spec.path],
-                inputs = [spec],
+                arguments = ["gen", "--emit=kernels", "--name=" + lib, "--out=" + c.dirname, "--target=" + name] + tune + [spec.path],
+                inputs = [spec] + tune_inputs,
                 outputs = [c],
                 mnemonic = "KilnGenKernels",
                 progress_message = "kiln gen %s: %s for %s" % (lib, spec.short_path, name),
@@ -159,6 +163,7 @@ _kiln_gen = rule(
         "library": attr.string(mandatory = True),
         "specs": attr.label_list(allow_files = [".kiln"], mandatory = True, allow_empty = False),
         "targets": attr.string_list(mandatory = True),
+        "tune_db": attr.label(allow_single_file = True),
         "_kiln": attr.label(default = Label("//:kiln"), executable = True, cfg = "exec"),
     },
 )
@@ -216,6 +221,7 @@ def kiln_library(
         specs,
         targets = None,
         size_budget = None,
+        tune_db = None,
         visibility = None,
         tags = [],
         testonly = False,
@@ -230,6 +236,8 @@ def kiln_library(
       size_budget: the most bytes (code + data) each target's kernels may take as linked: the build
         fails, naming the target, its total and its largest kernels and variants, when one is over
         (`kiln size --budget`, on the kernel libraries' archives once compiled).
+      tune_db: the database `kiln tune` wrote (a label): the kernels it lists get its opts
+        (`kiln gen --tune-db`; nothing is timed, a stale entry is reported and ignored).
       visibility, tags, testonly: as for any rule, on every target this makes.
       **kwargs: more cc_library attributes for `name` (e.g. linkstatic, alwayslink).
 
@@ -243,6 +251,7 @@ def kiln_library(
         library = name,
         specs = specs,
         targets = _DEFAULT_TARGETS if targets == None else targets,
+        tune_db = tune_db,
         visibility = visibility,
         **common
     )

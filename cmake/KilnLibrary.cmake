@@ -1,4 +1,5 @@
-# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR] [C_SOURCES] [SIZE_BUDGET <bytes>])
+# kiln_add_library(<lib> SPECS <spec>... TARGETS <target>... [KEEP_IR] [C_SOURCES] [SIZE_BUDGET <bytes>]
+#                  [TUNE_DB <file>])
 #
 # Runs `kiln gen` in the build on the specs, for the targets (`kiln targets` lists them), and makes <lib> a static library of the generated dispatch and kernels that carries its include
 # directory (#include "<lib>.h") and the kiln runtime. Ninja regenerates the library only when a
@@ -20,6 +21,10 @@
 # Once the library is archived, `kiln size --budget` measures its kernels there (a C target's as the
 # compiler made them, kiln's objects as they are) and fails the build, naming the target, its total
 # and its largest kernels and variants, when one is over.
+#
+# TUNE_DB: a database `kiln tune` wrote (checked in beside the specs): `kiln gen --tune-db` gives the
+# kernels it lists their tuned opts (nothing is timed in the build; a stale entry is reported and
+# ignored), and the library is generated again when the file changes.
 #
 # Needs the targets kiln::kiln (the generator, a host executable) and kiln::runtime: from
 # find_package(kiln) or from kiln's own build (add_subdirectory).
@@ -69,7 +74,7 @@ function(_kiln_arch out)
 endfunction()
 
 function(kiln_add_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "SIZE_BUDGET" "SPECS;TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 KILN "KEEP_IR;C_SOURCES" "SIZE_BUDGET;TUNE_DB" "SPECS;TARGETS")
   if(KILN_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_library(${name}): unknown arguments: ${KILN_UNPARSED_ARGUMENTS}")
   endif()
@@ -204,11 +209,19 @@ function(kiln_add_library name)
   if(KILN_C_SOURCES)
     list(APPEND KILN_GEN_FLAGS --c-sources)
   endif()
+  set(tune_db "")
+  if(DEFINED KILN_TUNE_DB OR "TUNE_DB" IN_LIST KILN_KEYWORDS_MISSING_VALUES)
+    if(NOT KILN_TUNE_DB)
+      message(FATAL_ERROR "kiln_add_library(${name}): TUNE_DB takes the file kiln tune writes")
+    endif()
+    get_filename_component(tune_db "${KILN_TUNE_DB}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND KILN_GEN_FLAGS --tune-db "${tune_db}")
+  endif()
 
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND "$<TARGET_FILE:kiln::kiln>" gen --name "${name}" --out "${out}" --target "${target_list}" ${KILN_GEN_FLAGS} ${specs}
-    DEPENDS ${specs} kiln::kiln
+    DEPENDS ${specs} ${tune_db} kiln::kiln
     DEPFILE "${out}/${name}.d"
     COMMENT "kiln gen ${name}"
     VERBATIM)

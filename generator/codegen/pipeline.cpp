@@ -35,6 +35,17 @@ class Stages {
   const PipelineOptions& o_;
 };
 
+// kiln tune's opts in the heuristics' place; OptError where one does not apply
+const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string>* applied) {
+  std::string why;
+  const UOp* r = apply_tuned_opts(s, t, &why);
+  if (!r) throw OptError(why);
+  if (applied)
+    for (const Opt& o : t.opts) applied->push_back(o.str());
+  if (applied && t.reduce_block > 0) applied->push_back("BLOCK(" + std::to_string(t.reduce_block) + ")");
+  return r;
+}
+
 }  // namespace
 
 const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
@@ -50,7 +61,8 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // after symbolic (the seeds run it before, with symbolic inside): it then matches one canonical form
   if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
-  if (opts.optimize)
+  if (opts.optimize && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts);
+  if (opts.optimize && !opts.tuned)
     for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks

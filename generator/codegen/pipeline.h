@@ -4,12 +4,14 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "generator/codegen/opt/opts.h"
 #include "generator/ir/uop.h"
 #include "generator/target/target.h"
 
@@ -23,6 +25,14 @@ struct PipelineOptions {
   bool verify = true;    // run the IR verifier after every stage (InternalError naming the stage)
   bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
   std::vector<std::string>* applied_opts = nullptr;  // where given: the opts the heuristics chose ("LANES(1, 64)")
+  // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice
+  std::optional<TunedOpts> tuned;
+};
+
+// PipelineOptions::tuned does not apply to the kernel (the message says which opt and why).
+class OptError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // A kernel needs math its target cannot compute: no library function for it there and no

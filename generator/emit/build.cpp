@@ -53,6 +53,27 @@ bool Generator::check_options(std::string& err) {
   return true;
 }
 
+bool Generator::load_tune_db(std::string& err) {
+  if (o_.tune_db.empty()) return true;
+  frontend::InputFile in = frontend::read_input_file(o_.tune_db);
+  if (!in.ok()) {
+    err += in.error;
+    return false;
+  }
+  return parse_tune_db(in.text, o_.tune_db, tune_db_, err);
+}
+
+std::optional<codegen::TunedOpts> Generator::tuned_opts(const std::string& kernel, const std::string& hash,
+                                                        const Target& t, const std::string& variant) {
+  if (const TuneEntry* e = find_tune_entry(tune_db_, hash, t.name, variant)) return e->opts;
+  for (const TuneEntry& e : tune_db_)
+    if (e.kernel == kernel && e.target == t.name && e.variant == variant)
+      warnings_ += o_.tune_db + ":" + std::to_string(e.line) + ": warning: the entry for kernel '" + kernel + "' (" +
+                   variant + ", " + t.name + ") is for another version of it (hash " + e.hash + ", now " + hash +
+                   "): ignored, the heuristics' opts are used (run kiln tune again)\n";
+  return std::nullopt;
+}
+
 bool Generator::load(const std::string& path, std::string& err) {
   frontend::InputFile in = frontend::read_input_file(path);
   if (!in.ok()) {
@@ -203,17 +224,30 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
     }
     // every kernel for every target, as the target's own program (its vector width, its opts),
     // each function under its final name
-    for (const auto& sk : v.sched.kernels) {
+    for (size_t si = 0; si < v.sched.kernels.size(); ++si) {
+      const schedule::Kernel& sk = v.sched.kernels[si];
       Compiled c;
       c.symbol = std::string(sk.ast->arg<Name>().s);
+      std::string label = tune_label(k.name, si, v.sched.kernels.size());
+      std::string hash = tune_db_.empty() ? "" : kernel_hash(sk.ast);
       for (const Target* t : targets_) {
         Compiled::ForTarget code;
         codegen::PipelineOptions po;
         po.target = t;
         po.applied_opts = &code.opts;
+        if (!tune_db_.empty()) po.tuned = tuned_opts(label, hash, *t, v.tag);
         codegen::CKernel ck;
         try {
-          ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+          try {
+            ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+          } catch (const codegen::OptError& e) {
+            // an entry kiln tune measured on this kernel that this kiln's opts refuse: reported, not fatal
+            warnings_ += o_.tune_db + ": warning: the entry for kernel '" + label + "' (" + v.tag + ", " + t->name +
+                         ") does not apply (" + e.what() + "): the heuristics' opts are used\n";
+            code.opts.clear();
+            po.tuned.reset();
+            ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+          }
         } catch (const codegen::MathError& e) {
           err += frontend::render(
               frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' (" + v.tag + "): " + e.what()));

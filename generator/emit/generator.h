@@ -6,10 +6,12 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "generator/emit/library.h"
+#include "generator/emit/tune_db.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/schedule/schedule.h"
@@ -112,6 +114,11 @@ class Generator {
   explicit Generator(const GenOptions& o) : o_(o) {}
 
   GenResult run();
+  // kiln tune (tune.cpp): the specs read and every variant compiled with the heuristics' opts
+  bool prepare(std::string& err);
+  const std::vector<SpecFile>& files() const { return files_; }
+  const std::vector<KernelInfo>& kernels() const { return kernels_; }
+  const std::vector<const Target*>& targets() const { return targets_; }
   std::string explain_call(const std::string& kernel, const std::map<std::string, int64_t>& given, uint32_t features,
                            bool* ok);
 
@@ -121,6 +128,11 @@ class Generator {
 
   // build.cpp
   bool check_options(std::string& err);
+  bool load_tune_db(std::string& err);
+  // the opts of the tune database's entry for this kernel, target and variant (none: the heuristics');
+  // an entry for the kernel as it was before (its hash differs) is reported in warnings_
+  std::optional<codegen::TunedOpts> tuned_opts(const std::string& kernel, const std::string& hash, const Target& t,
+                                               const std::string& variant);
   bool load(const std::string& path, std::string& err);
   // the kernels of one file, each with its variants (only `only` when given)
   bool build_kernels(size_t fi, std::string& err, const std::string* only = nullptr);
@@ -178,6 +190,8 @@ class Generator {
   bool merge_manifests(const std::vector<std::string>& parts, std::string& out, std::string& err);
 
   const GenOptions& o_;
+  std::vector<TuneEntry> tune_db_;  // GenOptions::tune_db's entries
+  std::string warnings_;
   std::vector<const Target*> targets_;  // best first
   std::vector<SpecFile> files_;
   std::vector<KernelInfo> kernels_;  // in spec order

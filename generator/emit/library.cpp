@@ -17,10 +17,12 @@ GenResult Generator::run() {
                " writes the files of one spec (got " + std::to_string(o_.specs.size()) + ")\n";
     return r;
   }
+  if (!load_tune_db(r.errors)) return r;
   for (const std::string& path : o_.specs)
     if (!load(path, r.errors)) return r;
   for (size_t f = 0; f < files_.size(); ++f)
     if (!build_kernels(f, r.errors)) return r;
+  r.warnings = warnings_;
   if (o_.emit == Emit::All) r.files.push_back({o_.name + ".h", umbrella()});
   std::vector<ObjectJob> jobs;
   std::vector<std::pair<size_t, size_t>> job_kernels;  // each job's spec and target

@@ -53,6 +53,9 @@ struct GenOptions {
   std::string kernels_dir;  // Emit::Library: where the objects (<name>_<part>_<target>.o) are; empty: parts_dir
   bool c_sources = false;   // every target's kernels as C (an object target's with its c_flags), no objects
   bool keep_ir = false;     // an object target's LLVM IR too, beside its object (<name>_<part>_<target>.ll)
+  // kiln tune's database (tune_db.h): a kernel whose hash, target and variant it lists gets the
+  // entry's opts instead of the heuristics'; an entry for a kernel that changed is reported, not used
+  std::string tune_db;
 };
 
 // The part of the file names a spec's files carry: its file name without `.kiln`, every character
@@ -62,6 +65,7 @@ std::string part_name(const std::string& spec_path);
 struct GenResult {
   bool ok = false;
   std::string errors;                                      // rendered diagnostics when !ok
+  std::string warnings;                                    // rendered warnings (stale tune entries)
   std::vector<std::pair<std::string, std::string>> files;  // file name (no directory) -> contents
 };
 

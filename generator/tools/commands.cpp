@@ -1,8 +1,12 @@
 // The kiln CLI's commands (commands.h).
 #include "generator/tools/commands.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -314,6 +318,7 @@ static std::string self_path() {
 // `kiln gen`: the library's files into `out`, plus <name>.d
 int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
   kiln::emit::GenResult r = kiln::emit::generate(o);
+  std::cerr << r.warnings;
   if (!r.ok) {
     std::cerr << r.errors;
     return 1;
@@ -333,8 +338,10 @@ int run_gen(const kiln::emit::GenOptions& o, const std::string& out) {
     if (!write_file(out + "/" + name, text)) return 1;
   for (const std::string& name : stale) std::filesystem::remove(out + "/" + name, ec);
   if (o.emit != kiln::emit::Emit::All) return 0;  // a build that splits the work declares its inputs itself
+  std::vector<std::string> inputs = o.specs;
+  if (!o.tune_db.empty()) inputs.push_back(o.tune_db);
   return write_file(out + "/" + o.name + ".d",
-                    kiln::emit::depfile(out + "/" + r.files.front().first, o.specs, self_path()))
+                    kiln::emit::depfile(out + "/" + r.files.front().first, inputs, self_path()))
              ? 0
              : 1;
 }
@@ -415,10 +422,8 @@ bool split_commas(std::vector<std::string>& values, const std::string& option, c
   return true;
 }
 
-// `kiln explain`: which variant a call with these dims takes
-int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
-                const std::string& cpu) {
-  std::map<std::string, int64_t> values;
+// DIM=VALUE items as a map; false with a message for a bad or repeated one
+static bool parse_dims(const std::vector<std::string>& dims, std::map<std::string, int64_t>& values) {
   for (const std::string& d : dims) {
     size_t eq = d.find('=');
     int64_t v = 0;
@@ -430,15 +435,68 @@ int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, cons
     }
     if (!ok) {
       std::cerr << "kiln: error: '" << d << "' is not DIM=VALUE\n";
-      return 1;
+      return false;
     }
     auto [it, fresh] = values.emplace(d.substr(0, eq), v);
     if (!fresh) {
       std::cerr << "kiln: error: --dim " << it->first << " given twice (" << it->first << "=" << it->second << " and "
                 << d << ")\n";
-      return 1;
+      return false;
     }
   }
+  return true;
+}
+
+static std::atomic<bool> g_tune_stop{false};
+
+// `kiln tune`: the search, with Ctrl-C finishing the candidate under way and keeping the database
+int run_tune(kiln::emit::TuneOptions& o, const std::vector<std::string>& dims) {
+  if (!parse_dims(dims, o.dims)) return 1;
+  char pattern[] = "/tmp/kiln-tune-XXXXXX";
+  if (!mkdtemp(pattern)) {
+    std::cerr << "kiln: error: cannot make a temporary directory for the timing harness\n";
+    return 1;
+  }
+  o.work_dir = pattern;
+  o.stop = &g_tune_stop;
+  struct sigaction sa = {};
+  sa.sa_handler = [](int) { g_tune_stop = true; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  bool tty = isatty(2);
+  bool bar = false;  // a progress bar is on the line
+  o.progress = [&](const std::string& text) {
+    if (!tty) return;
+    std::cerr << "\r\x1b[K" << text.substr(0, 150) << std::flush;
+    bar = !text.empty();
+  };
+  o.log = [&](const std::string& line) {
+    if (bar) std::cerr << "\r\x1b[K";
+    bar = false;
+    std::cerr << "kiln tune: " << line << "\n";
+  };
+  kiln::emit::TuneResult r = kiln::emit::tune(o);
+  std::error_code ec;
+  // KILN_TUNE_KEEP=1: the harnesses' sources and executables stay, to run by hand
+  if (std::getenv("KILN_TUNE_KEEP"))
+    std::cerr << "kiln tune: the harnesses are in " << o.work_dir << "\n";
+  else
+    std::filesystem::remove_all(o.work_dir, ec);
+  if (bar) std::cerr << "\r\x1b[K";
+  if (!r.ok) {
+    std::cerr << r.errors;
+    return 1;
+  }
+  std::cerr << "kiln tune: " << r.variants << " kernel variants searched, " << r.improved
+            << " faster than the heuristics" << (g_tune_stop ? " (interrupted)" : "") << "; " << o.db << " written\n";
+  return g_tune_stop ? 130 : 0;
+}
+
+// `kiln explain`: which variant a call with these dims takes
+int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
+                const std::string& cpu) {
+  std::map<std::string, int64_t> values;
+  if (!parse_dims(dims, values)) return 1;
   // the runtime's own detection for this machine, as a generated dispatch would see it
   uint32_t features = cpu == "native"   ? kiln_cpu_features()
                       : cpu == "avx512" ? KILN_CPU_X86_AVX512 | KILN_CPU_X86_AVX2

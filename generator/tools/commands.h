@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "generator/emit/library.h"
+#include "generator/emit/tune.h"
 #include "generator/target/target.h"
 
 namespace kiln::cli {
@@ -27,6 +28,8 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
                 bool dump_all, const std::string& output, const CodegenTarget& cg);
 // kiln gen
 int run_gen(const kiln::emit::GenOptions& o, const std::string& out);
+// kiln tune; `dims` are --dim's DIM=VALUE items
+int run_tune(kiln::emit::TuneOptions& o, const std::vector<std::string>& dims);
 // kiln explain
 int run_explain(const kiln::emit::GenOptions& o, const std::string& kernel, const std::vector<std::string>& dims,
                 const std::string& cpu);

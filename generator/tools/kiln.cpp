@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,6 +16,7 @@
 
 #include "generator/codegen/pipeline.h"
 #include "generator/emit/library.h"
+#include "generator/emit/tune.h"
 #include "generator/frontend/parser.h"
 #include "generator/frontend/source.h"
 #include "generator/frontend/spec_check.h"
@@ -98,6 +100,8 @@ static int run(int argc, char** argv) {
                 "also write each object's LLVM IR beside it (<name>_<part>_<target>.ll)");
   gen->add_option("--emit", emit, "which files: all (default), spec, kernels or library (see below)")
       ->check(CLI::IsMember({"all", "spec", "kernels", "library"}));
+  gen->add_option("--tune-db", gen_opts.tune_db,
+                  "kiln tune's database: its entries' opts for the kernels they match (nothing is timed)");
   gen->add_option("--kernels-dir", gen_opts.kernels_dir,
                   "with --emit library: where the object kernel files are (default: <out>)");
   gen->footer(
@@ -113,6 +117,35 @@ static int run(int argc, char** argv) {
       "manifests in <out> and the objects in --kernels-dir (default: <out>; the specs are not read). The\n"
       "bytes are the same as one run's. No depfile then.\n"
       "Files whose bytes would not change are left untouched. Same input, same bytes.");
+
+  auto* tune = app.add_subcommand("tune", "search the opts of a library's kernels for one target, timing them");
+  kiln::emit::TuneOptions tune_opts;
+  std::string tune_target, tune_cc;
+  std::vector<std::string> tune_dims;
+  tune->add_option("--name", tune_opts.gen.name, "the library (as kiln gen's --name)")->required();
+  tune->add_option("--target", tune_target, "the one target to time (see kiln targets)")->required();
+  tune->add_option("--db", tune_opts.db, "the database to merge into (created if missing; kiln gen --tune-db)")
+      ->required();
+  tune->add_option("--kernel", tune_opts.kernels, "only this spec kernel (repeat for more)");
+  tune->add_option("--variant", tune_opts.variants, "only this variant, by its tag (\"Mx16_Nx16\", \"any\"; repeat)");
+  tune->add_option("--budget", tune_opts.budget_s, "the whole run's time in seconds (default: until the search ends)")
+      ->check(CLI::NonNegativeNumber);
+  tune->add_option("--runner", tune_opts.runner,
+                   "a command that runs the timing executable, prefixed to its command line (qemu, ssh, adb)");
+  tune->add_option("--cc", tune_cc, "the C compiler that builds the timing executable (default: $CC, else cc)");
+  tune->add_option("--dim", tune_dims, "DIM=VALUE: time at this size where the variant's bucket allows (default 1024)");
+  tune->add_option("--beam", tune_opts.beam, "the beam's width (default 4)")->check(CLI::Range(1, 64));
+  bool tune_list = false;
+  tune->add_flag("--list", tune_list,
+                 "print the keys a database would have (hash, target, variant, kernel); time nothing");
+  tune->add_option("specs", tune_opts.gen.specs, "spec files")->required();
+  tune->footer(
+      "For every kernel, variant (bucket) and scheduled kernel of the specs: a beam search over opts (UPCAST,\n"
+      "UNROLL, LANES, PADTO, SWAP, the reduction's block; THREAD last, as the heuristics place it), each\n"
+      "candidate timed on one core at a shape inside the bucket, its outputs checked against the heuristics'.\n"
+      "An entry is written for a kernel only where a candidate was measured faster than the heuristics' opts.\n"
+      "The database is written again (a temporary file, then a rename) after every variant, so an interrupt\n"
+      "(Ctrl-C) or the end of the budget keeps what was found. A progress bar on stderr when it is a terminal.");
 
   auto* expl = app.add_subcommand("explain", "which variant a call with given dims takes, and why");
   kiln::emit::GenOptions ex_opts;
@@ -195,6 +228,29 @@ static int run(int argc, char** argv) {
     }
   }
 
+  if (tune->parsed()) {
+    try {
+      tune_opts.gen.targets = {tune_target};
+      if (!split_commas(tune_dims, "--dim", "DIM=VALUE")) return 1;
+      if (tune_cc.empty()) tune_cc = std::getenv("CC") && *std::getenv("CC") ? std::getenv("CC") : "cc";
+      tune_opts.cc = tune_cc;
+      if (tune_list) {
+        std::vector<kiln::emit::TuneEntry> keys;
+        std::string err;
+        if (!kiln::emit::tune_keys(tune_opts.gen, keys, err)) {
+          std::cerr << err;
+          return 1;
+        }
+        for (const kiln::emit::TuneEntry& k : keys)
+          std::cout << k.hash << " " << k.target << " " << k.variant << " kernel=" << k.kernel << "\n";
+        return 0;
+      }
+      return run_tune(tune_opts, tune_dims);
+    } catch (const kiln::InternalError& e) {
+      std::cerr << "kiln: internal error: " << e.what() << "\n";
+      return 70;
+    }
+  }
   if (check->parsed()) return run_check(specs);
   if (size->parsed()) return run_size(size_manifest, size_files, size_json, size_budget);
   if (codegen->parsed()) {

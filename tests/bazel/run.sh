@@ -19,7 +19,7 @@ spec_backup="$work/norm.kiln"
 cp "$here/norm.kiln" "$spec_backup"
 cleanup() {
   cp "$spec_backup" "$here/norm.kiln"
-  rm -rf "$here/bad_target" "$here/budget"
+  rm -rf "$here/bad_target" "$here/budget" "$here/tuned"
   (cd "$here" && bazel shutdown) || true
   (cd "$root" && bazel shutdown) || true
   rm -rf "$work"
@@ -205,6 +205,21 @@ if [[ -n "$cmake_build" ]]; then
   # the files kiln gen wrote, as Bazel wrote them (bazel-bin may keep files of older layouts)
   check "consumer: Bazel's files are kiln gen's, byte for byte" "" \
     "$(for f in $(ls "$work/hz" | grep -vx hz.d); do cmp "$work/hz/$f" "bazel-bin/hz/$f" 2>&1; done)"
+  # tune_db: kiln tune's database passed to the spec's and kernels' actions: the files are kiln gen
+  # --tune-db's (an entry on the key kiln tune --list gives: THREAD alone on norm's generic variant)
+  mkdir -p tuned
+  cp norm.kiln tuned/
+  key="$("$cmake_build/kiln" tune --list --name tuned --target cpu --db none norm.kiln | grep ' cpu any ' | head -1)"
+  printf '%s opts=- block=0\n' "$key" >tuned/norm.tune
+  printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
+    'kiln_library(name = "tuned", specs = ["norm.kiln"], targets = ["cpu"], tune_db = "norm.tune")' >tuned/BUILD.bazel
+  "$cmake_build/kiln" gen --name tuned --out "$work/tuned" --target cpu --tune-db tuned/norm.tune tuned/norm.kiln
+  bazel build "${bz[@]}" //tuned:tuned_files
+  check "consumer: tune_db: Bazel's files are kiln gen --tune-db's" "" \
+    "$(for f in $(ls "$work/tuned" | grep -vx tuned.d); do cmp "$work/tuned/$f" "bazel-bin/tuned/tuned/$f" 2>&1; done)"
+  check "consumer: tune_db: the entry's opts (none) in the manifest" "1" \
+    "$(grep -c '"opts": \[\]' "$work/tuned/tuned_norm.manifest.json")"
+  rm -rf tuned
 fi
 
 # a cross build, as a user who brings a C++ toolchain for the target runs it: the app for an

@@ -3,9 +3,11 @@
 // and message and writes nothing; each call takes the specialized variant exactly when its guard
 // holds (across the bucket boundaries) and computes the right values; threads, a parallel-for
 // of the app's own and a workspace the caller gives; outputs that overlap another argument, and
-// workspaces too large to count, are refused. Built twice: with the runtime (kiln_dispatch_tests)
-// and with it and the generated files compiled without the heap (kiln_noheap_dispatch_tests).
-// The C entry points (kiln_gen_test_<kernel>) too: the same classes of bad call and their messages
+// workspaces too large to count, are refused. Built three times: with the runtime
+// (kiln_dispatch_tests), with it and the generated files compiled without the heap
+// (kiln_noheap_dispatch_tests), and on the library built with kiln tune's database
+// tests/gen/dispatch.tunedb (kiln_dispatch_tuned_tests: the tuned kernels). The C entry points
+// (kiln_gen_test_<kernel>) too, in the first two: the same classes of bad call and their messages
 // as statuses, the ones only C has (a NULL descriptor or context), and a context's allocator.
 #include <gtest/gtest.h>
 
@@ -18,7 +20,12 @@
 #include <string>
 #include <vector>
 
+#if defined(KILN_GEN_TUNED)  // the same tests on the library built with kiln tune's database
+#include "kiln_gen_tuned.h"
+namespace kiln_gen_test = kiln_gen_tuned;
+#else
 #include "kiln_gen_test.h"
+#endif
 
 namespace {
 
@@ -299,6 +306,8 @@ TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
 
 // ---------------------------------------------------------------- the C entry points
 
+#if !defined(KILN_GEN_TUNED)  // they call the same entry points: not again on the tuned library
+
 // An allocator that counts what it gives and takes back.
 struct CountingAllocator {
   int allocs = 0, frees = 0;
@@ -395,5 +404,7 @@ TEST(DispatchC, ACallComputesWhatTheCxxOneDoesWithTheWorkspaceFromTheAllocator) 
   kiln_context_destroy(ctx);
   EXPECT_EQ(counting.frees, counting.allocs);
 }
+
+#endif  // !KILN_GEN_TUNED
 
 }  // namespace

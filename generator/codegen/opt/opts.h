@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "generator/ir/uop.h"
@@ -19,6 +21,7 @@ struct Opt {
   int32_t axis;             // RangeArg::axis of the range it changes
   int64_t amount;           // a split's inner size; PADTO: the multiple; SWAP: the other axis
   std::string str() const;  // "UPCAST(1, 16)", "PADTO(0, 16)", "SWAP(0, 1)"
+  bool operator==(const Opt&) const = default;
 };
 
 // Applies one opt to a kernel AST (for the CPU target). Returns nullptr when it does not apply,
@@ -107,5 +110,22 @@ const UOp* store_shared_term(const UOp* sink);
 // defaults: the cpu target's); without `threads` no loop is shared among cores.
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16,
                                           bool threads = true);
+
+// A kernel's opts as `kiln tune` measured them (tuned.cpp): the Opt list that replaces the
+// heuristics' choice, and the block of the reduction tile_reduction makes (0: none). The rewrites
+// the heuristics make around their opts (store_shared_term before, split_store_lanes and
+// split_reduce_lanes after) are made the same way, so only what the search chose differs.
+struct TunedOpts {
+  std::vector<Opt> opts;
+  int64_t reduce_block = 0;
+  bool operator==(const TunedOpts&) const = default;
+};
+
+// "UPCAST(1, 16)" or "UPCAST(1,16)", "THREAD(0)": Opt::str()'s text back; nullopt when it is not one.
+std::optional<Opt> parse_opt(std::string_view text);
+
+// Applies `t` to a kernel AST as hand_coded_optimizations applies its own choice. Returns nullptr,
+// with the reason in `why` where given, when an opt or the reduction block does not apply.
+const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why = nullptr);
 
 }  // namespace kiln::codegen

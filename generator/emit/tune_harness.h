@@ -1,0 +1,32 @@
+// kiln tune's timing harness (tune.cpp builds and runs it): the C source of a program that checks
+// and times a variant's candidates through the kernel ABI. Internal to generator/emit/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "generator/ir/uop.h"
+
+namespace kiln::emit::detail {
+
+// one kernel buffer at the shape timed: its bytes, its element kind and size
+struct BufferInfo {
+  int64_t bytes;
+  int kind;  // 0 bool, 1 float32, 2 float64, 3 float16, 4 bfloat16, 5 integer
+  int elem;
+};
+
+// The buffers of a kernel AST by PARAM slot, their sizes at these values of the dims
+// (`dims`: the spec's DEFINE_VARs, in the order of `values`).
+std::vector<BufferInfo> buffers_of(const UOp* ast, const std::vector<const UOp*>& dims,
+                                   const std::vector<int64_t>& values);
+
+// The harness for `count` kernels kiln_tune_0 .. kiln_tune_<count-1> (0: the heuristics'): run as
+// `harness <first> <budget ms>`, it runs kernel 0 for the reference outputs from random non-zero
+// inputs, then each kernel from `first` on from the same inputs, checks its outputs and times it
+// in turn with kernel 0: "c <i> ok <ns> <ns of kernel 0>" or "c <i> mismatch ...", one line each,
+// until the budget is spent ("stop").
+std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values);
+
+}  // namespace kiln::emit::detail

@@ -199,6 +199,10 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
     if (rows && item > 0)
       widths.erase(widths.begin(),
                    std::find(widths.begin(), widths.end(), lane_width(item, vector_registers, vector_bytes)));
+    // without unrolled rows the lanes are all the accumulators there are: fewer than 4 vectors
+    // wait on the FMA's latency (a vector-matrix product, M = 1 and N % 16 on AVX-512: 16 lanes
+    // took 2.8x the time of the 64 lanes and remainder loop split_store_lanes makes)
+    if (!rows && item > 0) std::erase_if(widths, [&](int64_t w) { return w * item < 4 * vector_bytes; });
     int64_t lane_vectors = 0;  // the vectors one row of lanes takes
     if (!axes.empty() && reads_consecutive_along(sink, axes.back()))
       for (int64_t amt : widths)

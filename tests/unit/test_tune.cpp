@@ -253,10 +253,12 @@ TEST_F(TuneGenTest, AMalformedDatabaseIsAnError) {
 }
 
 // The heuristics' own opts, given as tuned opts, make the heuristics' kernel: the rewrites around
-// the opts are the same, so a database changes only what the search chose.
+// the opts are the same, so a database changes only what the search chose. (At shapes the
+// heuristics tile whole: where they cut a kernel into a tile and cleanup nests, the opts they
+// report are each nest's, which no one list of opts on the whole kernel reproduces.)
 TEST(TunedOpts, TheHeuristicsChoiceGivenExplicitlyIsTheHeuristicsKernel) {
   testing_programs::ProgramInputs p;
-  for (auto [m, k, n] : {std::tuple{64, 64, 64}, {7, 13, 29}, {128, 1024, 64}, {1, 512, 48}}) {
+  for (auto [m, k, n] : {std::tuple{64, 64, 64}, {7, 13, 12}, {128, 1024, 64}, {1, 512, 48}}) {
     Tensor a = p.input("a", {m, k}), b = p.input("b", {k, n});
     schedule::Schedule s =
         schedule::schedule(p.ins, std::vector<Tensor>{a.matmul(b)}, "p" + std::to_string(p.programs++));

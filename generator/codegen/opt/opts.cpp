@@ -456,8 +456,7 @@ NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f) {
   if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop || r->arg<RangeArg>().sub >= 0)
     return {nullptr, nullptr};
   const UOp* n = r->src(0);
-  // a constant end holds at least two tiles (one tile and a rest pays nothing over narrower lanes)
-  if (n->divides(f) || (n->op == Op::CONST ? n->ival() < 2 * f : n->imax() < f)) return {nullptr, nullptr};
+  if (n->divides(f) || n->imax() < f) return {nullptr, nullptr};
   Context& ctx = sink->ctx();
   // n / f * f, kept a product so that f is seen to divide it
   const UOp* whole = n->op == Op::CONST ? ctx.cint(n->ival() / f * f, r->dtype)

@@ -53,8 +53,7 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile);
 // known multiple of f, so LANES and UPCAST by f apply there), `rest` over the n % f iterations
 // past it. The two share ranges; renumber `rest` before joining them (join_nests). Returns
 // {nullptr, nullptr} when r is not an output loop of the nest, or f already divides n, or n is
-// never as large as f (a constant: as 2 * f). One iteration past the tiles is no loop: `rest`
-// stores it alone.
+// never as large as f. One iteration past the tiles is no loop: `rest` stores it alone.
 struct NestSplit {
   const UOp* first;
   const UOp* rest;

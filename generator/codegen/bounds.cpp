@@ -231,6 +231,7 @@ class Prover {
   const Poly& exact(const UOp* u);
   Poly compute_exact(const UOp* u);
   const UOp* canonical(const UOp* u);
+  const UOp* symbolic_quotient(const UOp* u);
   const Bounds& bounds(const UOp* u);
   Bounds op_bounds(const UOp* u);
   std::vector<Poly> bound_poly(const Poly& p, bool upper);
@@ -246,6 +247,8 @@ class Prover {
   std::unordered_map<const UOp*, bool> dims_only_;
   std::unordered_map<const UOp*, Poly> exact_;
   std::unordered_map<const UOp*, Bounds> bounds_;
+  // while a gated access is proven: bounds its comparisons give the values they compare
+  std::vector<std::pair<Poly, Bounds>> gate_bounds_;
   // the first node of each op and operand polynomials (max(a, b) and max(b, a) are one atom), and
   // of each dividend polynomial
   std::map<std::tuple<int, int, std::vector<std::pair<std::map<std::vector<uint32_t>, i128>, i128>>>, const UOp*>
@@ -333,15 +336,32 @@ Poly Prover::compute_exact(const UOp* u) {
       break;
     case Op::CAST: {
       const UOp* s = u->src(0);
-      if (is_int(s->dtype) && !may_wrap(s) && fits(u->dtype, s->exact_lo()) && fits(u->dtype, s->exact_hi()))
-        return exact(s);
+      // exact(s) is s's own value (an atom where s may have wrapped): a cast that keeps it is s
+      if (is_int(s->dtype) && fits(u->dtype, s->exact_lo()) && fits(u->dtype, s->exact_hi())) return exact(s);
       break;
     }
     default:
       break;
   }
+  if (const UOp* q = symbolic_quotient(u)) {
+    if (is_remainder(u)) return add(exact(u->src(0)), mul(exact(u->src(1)), exact(q)), -1);
+    if (q != u) return exact(q);
+  }
   int64_t d = floor_divisor(u);
   const UOp* x = d ? u->src(0) : nullptr;
+  // (x // y) % c of a dim expression y: (x // y) - c * (x // (y * c)), which cancels against the
+  // rest of an unflattened index; any other remainder keeps its bounds [0, c - 1] as an atom
+  if (x && !dims_only(x) && is_remainder(u) && u->op != Op::AND && !u->saturated_below() && symbolic_quotient(x) == x) {
+    Op div = u->op == Op::FLOORMOD ? Op::FLOORDIV : Op::CDIV;
+    const UOp* q = u->ctx().make(div, u->dtype, {x, u->src(1)});
+    return add(exact(x), exact(q), -d);
+  }
+  // (x // y) // c of a dim expression y: x // (y * c)
+  if (x && is_quotient(u) && u->op != Op::SHR && !u->saturated_below() && symbolic_quotient(x) == x) {
+    const UOp* both = u->ctx().make(Op::MUL, u->dtype, {x->src(1), u->src(1)});
+    if (!both->saturated() && fits(u->dtype, both->exact_hi()) && x->op == u->op)
+      return exact(u->ctx().make(u->op, u->dtype, {x->src(0), both}));
+  }
   if (x && dims_only(x) && (is_quotient(u) || is_remainder(u))) {
     bool exact_division = x->const_factor() % d == 0;
     if (exact_division) return is_quotient(u) ? scale(exact(x), 1, d) : konst(0);
@@ -365,6 +385,28 @@ Poly Prover::compute_exact(const UOp* u) {
     return is_quotient(u) ? quotient : add(exact(x), quotient, -d);
   }
   return monomial(atom(leaf, canonical(u)));
+}
+
+// For x / d or x % d by a dim expression d >= 1 (x >= 0 where the op truncates): the quotient
+// node, (x // d1) // d made x // (d1 * d) (made in the Context where no node is it yet)
+const UOp* Prover::symbolic_quotient(const UOp* u) {
+  bool floors = u->op == Op::FLOORDIV || u->op == Op::FLOORMOD;
+  if (!floors && u->op != Op::CDIV && u->op != Op::CMOD) return nullptr;
+  const UOp *x = u->src(0), *d = u->src(1);
+  if (d->op == Op::CONST || !dims_only(d) || d->exact_lo() < 1 || (!floors && x->exact_lo() < 0)) return nullptr;
+  if (u->saturated_below()) return nullptr;
+  Op div = floors ? Op::FLOORDIV : Op::CDIV;
+  Context& ctx = u->ctx();
+  const Poly& e = exact(x);
+  if (e.den == 1 && e.t.size() == 1 && e.t.begin()->second == 1 && e.t.begin()->first.size() == 1) {
+    const UOp* inner = atoms_[e.t.begin()->first[0]].node;
+    if (inner->op == div && inner->dtype == u->dtype && inner->src(1)->op != Op::CONST && dims_only(inner->src(1)) &&
+        inner->src(1)->exact_lo() >= 1) {
+      const UOp* both = ctx.make(Op::MUL, u->dtype, {inner->src(1), d});
+      if (!both->saturated() && fits(u->dtype, both->exact_hi())) return ctx.make(div, u->dtype, {inner->src(0), both});
+    }
+  }
+  return u->op == div ? u : ctx.make(div, u->dtype, {x, d});
 }
 
 const UOp* Prover::canonical(const UOp* u) {
@@ -392,6 +434,13 @@ const Bounds& Prover::bounds(const UOp* u) {
     b.lo = bound_poly(e, false);
     b.hi = bound_poly(e, true);
   }
+  for (const auto& [x, ob] : gate_bounds_)
+    if (x == e) {
+      b.lo.insert(b.lo.begin(), ob.lo.begin(), ob.lo.end());
+      b.hi.insert(b.hi.begin(), ob.hi.begin(), ob.hi.end());
+      b.lo.resize(std::min(b.lo.size(), kMaxCandidates));
+      b.hi.resize(std::min(b.hi.size(), kMaxCandidates));
+    }
   if (is_int(u->dtype) && !u->saturated()) {
     push(b.lo, konst(u->exact_lo()));
     push(b.hi, konst(u->exact_hi()));
@@ -428,9 +477,12 @@ Bounds Prover::op_bounds(const UOp* u) {
       return bounds(u->src(0));
     if (int64_t d = floor_divisor(u)) {
       const Bounds& x = bounds(u->src(0));
+      auto constant = [](const Poly& q) { return q.t.empty() || (q.t.size() == 1 && q.t.begin()->first.empty()); };
+      auto value = [](const Poly& q) { return q.t.empty() ? i128(0) : q.t.begin()->second; };
       if (is_quotient(u)) {
-        for (const Poly& l : x.lo) push(b.lo, scale(add(l, konst(d - 1), -1), 1, d));
-        for (const Poly& h : x.hi) push(b.hi, scale(h, 1, d));
+        for (const Poly& l : x.lo)
+          push(b.lo, constant(l) ? konst(floor_div(value(l), l.den * d)) : scale(add(l, konst(d - 1), -1), 1, d));
+        for (const Poly& h : x.hi) push(b.hi, constant(h) ? konst(floor_div(value(h), h.den * d)) : scale(h, 1, d));
       } else {
         b.lo.push_back(konst(0));
         b.hi.push_back(konst(d - 1));
@@ -439,10 +491,20 @@ Bounds Prover::op_bounds(const UOp* u) {
       }
       return b;
     }
-    // x / y of non-negative x and positive y: at most x
+    // x / y of non-negative x and positive y: at most x, and below k where x < k * y
     if ((u->op == Op::CDIV || u->op == Op::FLOORDIV) && u->src(0)->exact_lo() >= 0 && u->src(1)->exact_lo() >= 1) {
       b.lo.push_back(konst(0));
-      for (const Poly& h : bounds(u->src(0)).hi) push(b.hi, h);
+      const Bounds& x = bounds(u->src(0));
+      const Bounds& y = bounds(u->src(1));
+      bool found = false;
+      for (int64_t k = 1; k <= 4 && !found; ++k)
+        for (size_t i = 0; i < x.hi.size() && i < 4 && !found; ++i)
+          for (size_t j = 0; j < y.lo.size() && j < 2 && !found; ++j)
+            if (above_minus_one(add(add(scale(y.lo[j], k, 1), konst(1), -1), x.hi[i], -1), 1)) {
+              push(b.hi, konst(k - 1));
+              found = true;
+            }
+      for (const Poly& h : x.hi) push(b.hi, h);
     }
   } catch (const Overflow&) {
   }
@@ -506,11 +568,11 @@ std::vector<Poly> Prover::bound_poly(const Poly& p, bool upper) {
 }
 
 // bounds of p that use the gate: where x < y holds and p = lam * x + rest (lam >= 0 in the dims),
-// p <= lam * (y - 1) + (bounds of rest); and alike for x >= y from below
+// p <= lam * (y - 1) + (bounds of rest); and alike for x >= y, and from below
 std::vector<Poly> Prover::eliminate(const Poly& p, const std::vector<Conjunct>& cs, uint32_t used, bool upper) {
   std::vector<Poly> out = bound_poly(p, upper);
   for (size_t i = 0; i < cs.size() && i < 32; ++i) {
-    if ((used >> i & 1) || cs[i].upper != upper) continue;
+    if (used >> i & 1) continue;
     try {
       const Poly& x = exact(cs[i].x);
       for (const auto& [xm, xc] : x.t) {
@@ -532,10 +594,13 @@ std::vector<Poly> Prover::eliminate(const Poly& p, const std::vector<Conjunct>& 
         normalize(q);
         if (!linear || q.t.empty()) continue;
         Poly lam = scale(q, x.den, xc);
-        if (sign(lam) <= 0) continue;
+        // lam * x bounded by the comparison's side of x: from above by x <= y - 1 where lam >= 0, by
+        // x >= y where lam <= 0; from below the other way round
+        int s = sign(lam);
+        if (s == 0 || (s > 0) != (cs[i].upper == upper)) continue;
         Poly rest = add(p, mul(lam, x), -1);
         std::vector<Poly> ys;
-        if (upper)
+        if (cs[i].upper)
           for (const Poly& h : bounds(cs[i].y).hi) push(ys, add(h, konst(1), -1));
         else
           ys = bounds(cs[i].y).lo;
@@ -635,6 +700,23 @@ bool Prover::above_minus_one(const Poly& p, int depth) {
       }
     }
     if (!done.empty() && range_of(q).first > -q.den) return true;
+    // every quotient x // c as (x - x % c) / c, its dividend's polynomial (7 * M - 64 * (7 * M // 64)
+    // is the remainder)
+    Poly e = p;
+    for (int round = 0; round < 4; ++round) {
+      std::vector<uint32_t> quotients;
+      for (const auto& [m, c] : e.t)
+        for (uint32_t a : m)
+          if (atoms_[a].kind == Atom::Quotient && std::find(quotients.begin(), quotients.end(), a) == quotients.end())
+            quotients.push_back(a);
+      if (quotients.empty()) break;
+      for (uint32_t a : quotients) {
+        const Atom& at = atoms_[a];
+        Poly x = add(exact(at.node), monomial(atom(Atom::Remainder, at.node, at.divisor)), -1);
+        e = substitute(e, a, scale(x, 1, at.divisor));
+      }
+    }
+    if (range_of(e).first > -e.den) return true;
     if (depth == 0) return false;
     // an opaque dim expression (a min, a max) replaced by one of its bounds, on the side that lowers p
     for (const Poly* cur : {&p, static_cast<const Poly*>(&q)}) {
@@ -744,9 +826,36 @@ AccessProof Prover::prove(const UOp* access) {
           cs.push_back({g->src(0)->src(0), g->src(0)->src(1), false});
         }
       }
+      // the comparisons as bounds of what they compare (x // 2015 below 64 where x < 128960), in a
+      // memo of their own
+      std::vector<std::pair<Poly, Bounds>> given;
+      for (const Conjunct& c : cs) {
+        Bounds ob;
+        if (c.upper)
+          for (const Poly& h : bounds(c.y).hi) push(ob.hi, add(h, konst(1), -1));
+        else
+          ob.lo = bounds(c.y).lo;
+        given.emplace_back(exact(c.x), std::move(ob));
+      }
+      // the plain memo back however this ends: the gate's bounds hold for this access only
+      struct Restore {
+        Prover& p;
+        std::unordered_map<const UOp*, Bounds> plain;
+        ~Restore() {
+          p.gate_bounds_.clear();
+          p.bounds_ = std::move(plain);
+        }
+      } restore{*this, std::move(bounds_)};
+      bounds_.clear();
+      gate_bounds_ = std::move(given);
+      const Bounds& gb = bounds(addr);
+      glo = gb.lo;
+      ghi = gb.hi;
       const Poly& e = exact(addr);
-      if (!lo) lo = prove_side(glo = eliminate(e, cs, 0, false), false);
-      if (!hi) hi = prove_side(ghi = eliminate(e, cs, 0, true), true);
+      for (Poly& c : eliminate(e, cs, 0, false)) push(glo, std::move(c));
+      for (Poly& c : eliminate(e, cs, 0, true)) push(ghi, std::move(c));
+      if (!lo) lo = prove_side(glo, false);
+      if (!hi) hi = prove_side(ghi, true);
       if (lo && hi) ap.how = AccessProof::How::Gate;
     } else if (lo && hi) {
       ap.how = AccessProof::How::Ranges;

@@ -22,7 +22,13 @@ const UOp* add_gpudims(const UOp* sink) {
   for (const auto& [axis, r] : threads) {
     Expr n = r->src(0);
     // clamped to n (a no-op: core < cores) so range analysis bounds them by n, outside the loop
-    Expr lo = minimum(core * n / cores, n), hi = minimum((core + 1) * n / cores, n);
+    // core * n / cores, or where core * n may pass int64 (a dim up to 2^53) the same row as
+    // n / cores * core + n % cores * core / cores, which stays below n * 256
+    auto first_row = [&](Expr c) -> Expr {
+      Expr whole = c * n;
+      return whole->saturated() ? n / cores * c + n % cores * c / cores : whole / cores;
+    };
+    Expr lo = minimum(first_row(core), n), hi = minimum(first_row(core + 1), n);
     const UOp* share = ctx.make(Op::RANGE, r->dtype, {simplify(hi - lo)}, r->arg());
     with[r] = {lo + share, {share}};
   }

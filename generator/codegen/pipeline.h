@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "generator/codegen/bounds.h"
 #include "generator/codegen/opt/opts.h"
 #include "generator/ir/uop.h"
 #include "generator/target/target.h"
@@ -51,13 +52,15 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts = {}
 
 struct CKernel {
   std::string name;
-  const UOp* sink;                 // after the last rewrite
-  std::vector<const UOp*> linear;  // the linearized program
-  std::string source;              // the C function (without render::c_preamble())
-  bool parallel = false;           // the cores share its work (else core 0 does it all)
+  const UOp* sink;                  // after the last rewrite
+  std::vector<const UOp*> linear;   // the linearized program
+  std::string source;               // the C function (without render::c_preamble())
+  bool parallel = false;            // the cores share its work (else core 0 does it all)
+  std::vector<AccessProof> bounds;  // every load and store proven inside its buffer (else InternalError)
 };
 
-// The whole path to C. `vars` are the DEFINE_VARs in the order the caller passes their values;
+// The whole path to C; it throws InternalError for an access it cannot prove in bounds (bounds.h).
+// `vars` are the DEFINE_VARs in the order the caller passes their values;
 // `symbol` names the function (default: the kernel's name).
 CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {},
                      std::string_view symbol = {});

@@ -164,8 +164,37 @@ static bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vect
 }
 
 // `kiln check`: all errors of all files to stderr, one line per kernel of a good spec to stdout.
-int run_check(const std::vector<std::string>& paths) {
+// --prove-bounds: every kernel of the spec's generic schedule through the pipeline of every
+// target, and the proof of each of its loads and stores (kiln gen proves every variant alike)
+static void prove_bounds(const std::vector<ScheduledKernel>& kernels, int64_t& proven, int64_t& unproven) {
+  for (const auto& k : kernels)
+    for (const auto& sk : k.schedule.kernels)
+      for (const kiln::target::Target& t : kiln::target::targets()) {
+        kiln::codegen::PipelineOptions po;
+        po.target = &t;
+        std::string name(sk.ast->arg<kiln::Name>().s);
+        const kiln::UOp* sink = nullptr;
+        try {
+          sink = kiln::codegen::full_rewrite_to_sink(sk.ast, po);
+        } catch (const kiln::codegen::MathError& e) {
+          std::cout << name << " " << t.name << ": not emitted: " << e.what() << "\n";
+          continue;
+        }
+        for (const kiln::codegen::AccessProof& a : kiln::codegen::prove_bounds(sink)) {
+          bool ok = a.how != kiln::codegen::AccessProof::How::Unproven;
+          (ok ? proven : unproven) += 1;
+          std::cout << name << " " << t.name << ": " << (a.store ? "store " : "load ") << a.buffer;
+          if (a.lanes > 1) std::cout << " (" << a.lanes << " lanes)";
+          std::cout << " index in " << a.found << ", size " << a.size << ": " << kiln::codegen::how_name(a.how);
+          if (!ok) std::cout << " (index " << a.index << ")";
+          std::cout << "\n";
+        }
+      }
+}
+
+int run_check(const std::vector<std::string>& paths, bool prove) {
   int rc = 0;
+  int64_t proven = 0, unproven = 0;
   for (const auto& path : paths) {
     kiln::Context ctx;
     std::vector<ScheduledKernel> kernels;
@@ -174,6 +203,14 @@ int run_check(const std::vector<std::string>& paths) {
       continue;
     }
     for (const auto& k : kernels) std::cout << k.name << ": " << k.schedule.kernels.size() << " kernels\n";
+    if (prove) prove_bounds(kernels, proven, unproven);
+  }
+  if (prove) {
+    if (unproven == 0)
+      std::cout << "every emitted access proven (" << proven << ") and 0 unproven\n";
+    else
+      std::cout << proven << " accesses proven and " << unproven << " unproven\n";
+    if (unproven) rc = rc ? rc : 70;
   }
   std::cout.flush();
   return rc;

@@ -16,7 +16,7 @@ namespace kiln::cli {
 // kiln simplify: one s-expression per line of `in`; `source` prefixes the messages
 int run_simplify(std::istream& in, const std::string& source, bool stats);
 // kiln check
-int run_check(const std::vector<std::string>& paths);
+int run_check(const std::vector<std::string>& paths, bool prove_bounds = false);
 
 struct CodegenTarget {
   const kiln::target::Target* target = nullptr;   // an object target; null: C

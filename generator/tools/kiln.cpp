@@ -52,10 +52,17 @@ static int run(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "parse, check and schedule .kiln kernel specs");
   std::vector<std::string> specs;
   check->add_option("specs", specs, "spec files")->required();
+  bool prove_bounds = false;
+  check->add_flag("--prove-bounds", prove_bounds,
+                  "compile every kernel for every target and print the proof that each load and store stays "
+                  "inside its buffer");
   check->footer(
       "Errors: <file>:<line>:<col>: error: <what> (expected X, got Y), the source line and a caret, on\n"
       "stderr; exit 1 if any spec has one.\n"
-      "Output: '<kernel>: <N> kernels' per kernel, N the number of kernels it is scheduled into.");
+      "Output: '<kernel>: <N> kernels' per kernel, N the number of kernels it is scheduled into.\n"
+      "With --prove-bounds, one line per access: '<kernel> <target>: load|store <buffer> index in [lo, hi],\n"
+      "size <elements>: proved by ranges[ under its gate]' (UNPROVEN and the index otherwise), then the\n"
+      "totals; exit 70 if an access is not proven.");
 
   auto* codegen = app.add_subcommand(
       "codegen", "compile .kiln kernel specs to C, or with --target to LLVM IR, assembly or objects");
@@ -251,7 +258,7 @@ static int run(int argc, char** argv) {
       return 70;
     }
   }
-  if (check->parsed()) return run_check(specs);
+  if (check->parsed()) return run_check(specs, prove_bounds);
   if (size->parsed()) return run_size(size_manifest, size_files, size_json, size_budget);
   if (codegen->parsed()) {
     try {

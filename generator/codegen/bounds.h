@@ -1,0 +1,34 @@
+// prove bounds (bounds.cpp): every LOAD and STORE of a lowered kernel addresses its buffer inside
+// it, for every value of the dims in their declared ranges. Nothing is emitted that is not proven.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generator/ir/uop.h"
+
+namespace kiln::codegen {
+
+struct AccessProof {
+  enum class How { Ranges, Gate, Unproven };
+  std::string buffer;  // the PARAM's name, or "acc<slot>" for an accumulator
+  bool store = false;
+  int lanes = 1;            // elements the access covers from its index on
+  std::string index;        // the address, as C-like text over the dims and loops (r<axis>)
+  std::string found;        // "[lo, hi]": the bounds of the index the proof used (else its numeric range)
+  std::string size;         // the buffer's element count
+  How how = How::Unproven;  // Gate: in bounds only where the INDEX's gate holds
+};
+
+// One proof per access (LOAD or STORE through an INDEX) of `sink`, in program order. The bounds are
+// polynomials over the dims: interval analysis on the index, with the loop ends kept symbolic, and
+// the gate's comparisons to narrow the loops it guards.
+std::vector<AccessProof> prove_bounds(const UOp* sink);
+
+// Throws InternalError naming the kernel, the buffer and the index of the first access not proven.
+void check_bounds(std::string_view kernel, const std::vector<AccessProof>& proofs, const UOp* sink);
+
+std::string_view how_name(AccessProof::How h);  // "proved by ranges", "proved by gate", "UNPROVEN"
+
+}  // namespace kiln::codegen

@@ -1,5 +1,6 @@
 // prove bounds (bounds.cpp): every LOAD and STORE of a lowered kernel addresses its buffer inside
-// it, for every value of the dims in their declared ranges. Nothing is emitted that is not proven.
+// it, for every value of the dims in their declared ranges (compile_to_c: an InternalError where
+// not, unless the caller asks for the proofs to report them itself, as kiln gen does).
 #pragma once
 
 #include <string>

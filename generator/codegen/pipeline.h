@@ -26,6 +26,10 @@ struct PipelineOptions {
   bool verify = true;    // run the IR verifier after every stage (InternalError naming the stage)
   bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
   std::vector<std::string>* applied_opts = nullptr;  // where given: the opts the heuristics chose ("LANES(1, 64)")
+  // an access not proven inside its buffer (bounds.h) is an InternalError; off: it is only listed in
+  // CKernel::bounds, for the caller to report (kiln gen warns: its prover does not know every
+  // index form yet, and a valid spec must not be refused for that)
+  bool require_proven_bounds = true;
   // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice
   std::optional<TunedOpts> tuned;
 };
@@ -56,10 +60,11 @@ struct CKernel {
   std::vector<const UOp*> linear;   // the linearized program
   std::string source;               // the C function (without render::c_preamble())
   bool parallel = false;            // the cores share its work (else core 0 does it all)
-  std::vector<AccessProof> bounds;  // every load and store proven inside its buffer (else InternalError)
+  std::vector<AccessProof> bounds;  // every load and store, and whether it is proven inside its buffer
 };
 
-// The whole path to C; it throws InternalError for an access it cannot prove in bounds (bounds.h).
+// The whole path to C; it throws InternalError for an access it cannot prove in bounds (bounds.h)
+// unless opts.require_proven_bounds is off.
 // `vars` are the DEFINE_VARs in the order the caller passes their values;
 // `symbol` names the function (default: the kernel's name).
 CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {},

@@ -167,7 +167,9 @@ check "SIGINT: said so" "1" "$(grep -c '(interrupted)' "$tmp/err")"
 # tests/gen/dispatch.kiln` again), and changes some kernels
 "$kiln" gen --name kiln_gen_test --out "$tmp/gen" --target cpu,x86_64-avx2,x86_64-avx512 \
   --tune-db "$here/../gen/dispatch.tunedb" "$here/../gen/dispatch.kiln" 2>"$tmp/err"
-check "tests/gen/dispatch.tunedb: no stale entry" "0 " "$? $(cat "$tmp/err")"
+# (the database's warnings only: the bounds prover warns about some tuned kernels' gated accesses,
+# whose gates compare a dim's quotient, which it does not use yet)
+check "tests/gen/dispatch.tunedb: no stale entry" "0 " "$? $(grep "dispatch.tunedb" "$tmp/err")"
 
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

@@ -4,20 +4,7 @@
 set -uo pipefail
 kiln="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-pass=0
-fail=0
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # name, expected, actual
-  if [[ "$2" == "$3" ]]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-    diff <(printf '%s\n' "$2") <(printf '%s\n' "$3") | head -20
-  fi
-}
+source "$here/check.sh"
 
 # golden: every line of simplify.in gives the line of simplify.expected
 "$kiln" simplify "$here/simplify.in" >"$tmp/out" 2>"$tmp/err"

@@ -100,8 +100,12 @@ const UOp* split_store_lanes(const UOp* sink);
 const UOp* store_shared_term(const UOp* sink);
 
 // The CPU heuristics (heuristic.cpp): for a kernel that reduces into a 2-D (or higher) output,
-// tile the two innermost output axes: lanes of the last (one accumulator per lane) and up to 8
-// unrolled rows that share each loaded value of B. The lanes are up to 64, or, where 8 rows of at
+// tile it: lanes of the last axis (one accumulator per lane) and up to 8 unrolled rows of the axis
+// whose rows share the lanes' loads (B's columns for a matmul's rows, the input's for a
+// convolution's output channels); where the columns or rows are not a known multiple of the tile,
+// split_tail gives the tile the largest multiple and cleanup nests the rest, each optimized on its
+// own and joined (join_nests); the reduction then runs in blocks of 64 (tile_reduction), in the
+// tile's nest only; the opts returned are each nest's in turn. The lanes are up to 64, or, where 8 rows of at
 // least 2 vectors fit in all but 8 of the target's registers (AVX-512), the widest that fit (8 x 32
 // floats: LLVM spills the 34 live vectors of 8 x 64). Measured on sgemm 1024^3 (AVX-512, C): 4x16
 // gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80, 16x16 12 and 8x128 47 (spills). Returns the opts it

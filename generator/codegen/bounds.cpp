@@ -371,7 +371,7 @@ Poly Prover::compute_exact(const UOp* u) {
     // (y // a) // d and (y / a) // d (a exact division) are y // (a * d)
     const Poly& e = exact(x);
     if (e.t.size() == 1 && e.t.begin()->second == 1 && e.t.begin()->first.size() == 1) {
-      const Atom& inner = atoms_[e.t.begin()->first[0]];
+      const Atom inner = atoms_[e.t.begin()->first[0]];  // a copy: atom() below may grow atoms_
       int64_t ad = 0;
       if (e.den == 1 && inner.kind == Atom::Quotient && !__builtin_mul_overflow(inner.divisor, d, &ad))
         quotient = monomial(atom(Atom::Quotient, inner.node, ad));
@@ -711,7 +711,7 @@ bool Prover::above_minus_one(const Poly& p, int depth) {
             quotients.push_back(a);
       if (quotients.empty()) break;
       for (uint32_t a : quotients) {
-        const Atom& at = atoms_[a];
+        const Atom at = atoms_[a];  // a copy: atom() below may grow atoms_
         Poly x = add(exact(at.node), monomial(atom(Atom::Remainder, at.node, at.divisor)), -1);
         e = substitute(e, a, scale(x, 1, at.divisor));
       }

@@ -38,8 +38,16 @@ check "tune: no progress bar off a terminal" "0" "$(grep -c $'\r' "$tmp/tune.err
 check "tune: reports each variant it searched" "$(grep -c ': heuristics .* us, [0-9]* candidates timed' "$tmp/tune.err")" \
   "$(sed -n 's/^kiln tune: \([0-9]*\) kernel variants searched.*/\1/p' "$tmp/tune.err")"
 check "tune: the header" "# kiln tune database 1" "$(head -1 "$tmp/g.db" | cut -c1-22)"
-check "tune: an entry at least (THREAD alone beats lanes at M=1)" "yes" \
-  "$([[ $(entries "$tmp/g.db" | wc -l) -ge 1 ]] && echo yes || { echo no; cat "$tmp/tune.err"; })"
+# an entry for each variant whose best candidate was faster twice (whether one is depends on this
+# machine and its load: the heuristics may already be the fastest)
+check "tune: an entry per variant where the heuristics' opts did not stay" \
+  "$(($(grep -c ': heuristics .* us, [0-9]* candidates timed' "$tmp/tune.err") - $(grep -c "the heuristics' opts stay" "$tmp/tune.err")))" \
+  "$(entries "$tmp/g.db" | wc -l)"
+# where none was faster this time, one by hand (the lanes the heuristics once gave M = 1), so that
+# gen has an entry to apply
+if [[ $(entries "$tmp/g.db" | wc -l) -eq 0 ]]; then
+  echo "$(grep ' M1_Nx16 ' "$tmp/keys") opts=LANES(0,16);THREAD(0) block=0 us=1.000 heuristic_us=2.000" >>"$tmp/g.db"
+fi
 check "tune: sorted by hash, target, variant" "$(entries "$tmp/g.db" | LC_ALL=C sort -k1,1 -k2,2 -k3,3)" \
   "$(entries "$tmp/g.db")"
 check "tune: every entry on a key of the library" "" \

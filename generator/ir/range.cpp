@@ -184,6 +184,11 @@ struct BoundsImpl {
         case Op::XOR:
           if (b0 == b1 && b0 == -1) return ints(d, ~a1, ~a0);
           if (a0 == a1 && a0 == -1) return ints(d, ~b1, ~b0);
+          if (a0 >= 0 && b0 >= 0) {  // no bit above the larger maximum's highest is set
+            i128 m = std::max(a1, b1), p = 1;
+            while (p <= m) p <<= 1;
+            return ints(d, 0, p - 1);
+          }
           break;
         case Op::MAX:
           return ints(d, std::max(a0, b0), std::max(a1, b1));

@@ -162,6 +162,11 @@ TEST(Range, BoundsFollowTheOps) {
   EXPECT_EQ(bounds(a < 9), std::make_pair(int64_t(1), int64_t(1)));
   EXPECT_EQ(bounds(a < 3), std::make_pair(int64_t(0), int64_t(0)));
   EXPECT_EQ(bounds(a < b), std::make_pair(int64_t(0), int64_t(1)));
+  // bit operations of non-negative operands stay under the larger maximum's next power of two
+  Expr c = ctx.var("c", 0, 20);
+  EXPECT_EQ(bounds(a ^ c), std::make_pair(int64_t(0), int64_t(31)));
+  EXPECT_EQ(bounds(a | c), std::make_pair(int64_t(3), int64_t(31)));
+  EXPECT_EQ(bounds(a ^ b).first, INT64_MIN);  // b may be negative: any value
   const UOp* r = ctx.range(16, 0);
   EXPECT_EQ(bounds(r), std::make_pair(int64_t(0), int64_t(15)));
   const UOp* f = ctx.fvar("f", -1.5, 2.5);

@@ -2,13 +2,13 @@
 # Installs (as root, with apt; or tells the sudo command to run) the Debian packages kiln needs,
 # when missing. Sourced by demo.sh, test.sh and .ci/run so each works on a fresh Debian 12 machine.
 #   KILN_DEPS=user  what building kiln and a project that uses it needs (the demo): a compiler,
-#                   CMake, Ninja and the generator's header-only libraries;
+#                   CMake, Ninja, the generator's header-only libraries, LLVM and Z3;
 #   KILN_DEPS=test  (the default) that and everything the tests and benchmarks need, complete:
 #                   oneDNN's CMake config, for one, needs the OpenCL headers, which apt's
 #                   --no-install-recommends leaves out.
 # KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it).
-kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev llvm-19-dev)
-kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev libz3-dev
+kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev llvm-19-dev libz3-dev)
+kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev
                     libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3
                     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
                     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu qemu-user-static

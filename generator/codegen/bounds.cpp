@@ -364,6 +364,8 @@ AccessProof Prover::prove(const UOp* access) {
   } catch (const Overflow&) {
     ap.how = AccessProof::How::Unproven;
   }
+  if (ap.how == AccessProof::How::Unproven && solver_proves(addr, gate, size, per, ap.lanes))
+    ap.how = AccessProof::How::Solver;
   return ap;
 }
 
@@ -393,6 +395,8 @@ std::string_view how_name(AccessProof::How h) {
       return "proved by ranges";
     case AccessProof::How::Gate:
       return "proved by ranges under its gate";
+    case AccessProof::How::Solver:
+      return "proved by Z3";
     case AccessProof::How::Unproven:
       return "UNPROVEN";
   }

@@ -12,19 +12,19 @@
 namespace kiln::codegen {
 
 struct AccessProof {
-  enum class How { Ranges, Gate, Unproven };
+  enum class How { Ranges, Gate, Solver, Unproven };
   std::string buffer;  // the PARAM's name, or "acc<slot>" for an accumulator
   bool store = false;
   int lanes = 1;            // elements the access covers from its index on
   std::string index;        // the address, as C-like text over the dims and loops (r<axis>)
   std::string found;        // "[lo, hi]": the bounds of the index the proof used (else its numeric range)
   std::string size;         // the buffer's element count
-  How how = How::Unproven;  // Gate: in bounds only where the INDEX's gate holds
+  How how = How::Unproven;  // Gate: in bounds only where the INDEX's gate holds; Solver: Z3 found no way out
 };
 
 // One proof per access (LOAD or STORE through an INDEX) of `sink`, in program order. The bounds are
 // polynomials over the dims: interval analysis on the index, with the loop ends kept symbolic, and
-// the gate's comparisons to narrow the loops it guards.
+// the gate's comparisons to narrow the loops it guards; where those are inconclusive, Z3.
 std::vector<AccessProof> prove_bounds(const UOp* sink);
 
 // Throws InternalError naming the kernel, the buffer and the index of the first access not proven.

@@ -23,6 +23,10 @@ inline const i128 kHuge = i128(1) << 100;     // coefficients past this give up 
 
 struct Overflow {};
 
+// Z3's verdict (bounds_z3.cpp): true where no value of the dims and loops puts the index (of
+// `lanes` elements) below 0 or past `size` * `per` while `gate` (or null) holds.
+bool solver_proves(const UOp* addr, const UOp* gate, const UOp* size, int per, int lanes);
+
 inline i128 gcd(i128 a, i128 b) {
   if (a < 0) a = -a;
   if (b < 0) b = -b;

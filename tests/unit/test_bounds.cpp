@@ -156,6 +156,29 @@ TEST_F(BoundsTest, AnIndexOnePastTheEndIsCaughtNamingKernelBufferAndIndex) {
   EXPECT_THROW(codegen::check_bounds(kernel, ps, before), InternalError);
 }
 
+TEST_F(BoundsTest, WhatRangeAnalysisLeavesOpenZ3Decides) {
+  // x[i] of 5 x 403 elements, the index taken apart into rows of 31 and put back together (as a
+  // reshape of a flattened window does): range analysis bounds each piece alone, only Z3 sees the
+  // sum is i again. One further and Z3 finds the last element's successor.
+  const UOp* m = ctx.var("M", 1, 400);
+  Tensor x = input("x", {m, 403});
+  schedule::Schedule s = schedule_of({x * 3.0});
+  const UOp* sink = lower(s.kernels[0].ast, "cpu", false);
+  auto apart = [](int64_t shift) {
+    return [shift](const UOp* i) -> const UOp* {
+      Expr e = Expr(i) + 448;
+      return (e / 2015) * 2015 + ((e / 31) % 65) * 31 + e % 31 - (448 - shift);
+    };
+  };
+  const UOp* same = with_address(sink, "x", apart(0));
+  ASSERT_NE(same, nullptr);
+  std::vector<AccessProof> ps = codegen::prove_bounds(same);
+  EXPECT_EQ(count(ps, How::Solver, "x"), 1u) << print_graph(same);
+  EXPECT_EQ(count(ps, How::Unproven), 0u);
+  std::vector<AccessProof> bad = codegen::prove_bounds(with_address(sink, "x", apart(1)));
+  EXPECT_EQ(count(bad, How::Unproven, "x"), 1u);
+}
+
 TEST_F(BoundsTest, AVectorAccessCountsEveryLane) {
   // 16 columns as 16-lane vectors on avx512: the last lane of the last vector is the last column
   const UOp* m = ctx.var("M", 1, 100);

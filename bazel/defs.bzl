@@ -78,6 +78,8 @@ def _kiln_gen_impl(ctx):
             fail("kiln_library(%s): unknown target '%s' (known: %s)" % (lib, t, ", ".join(sorted(known))))
         if len([x for x in ctx.attr.targets if x == t]) > 1:
             fail("kiln_library(%s): target '%s' given twice" % (lib, t))
+        if [x for x in TARGETS if x["name"] == t][0].get("gpu", False):
+            fail("kiln_library(%s): target '%s': the OpenCL library output is not built yet (kiln codegen --target %s <spec> prints the kernels' OpenCL C)" % (lib, t, t))
     if not ctx.attr.targets:
         fail("kiln_library(%s): no targets" % lib)
     targets = [t for t in _TARGETS if t[0] in ctx.attr.targets]

@@ -20,13 +20,13 @@ struct Device::Impl {
   cl_context context = nullptr;
   cl_command_queue queue = nullptr;
   std::string name;
-#define KILN_CL_FNS(X)                                                                                         \
-  X(clGetPlatformIDs)                                                                                          \
-  X(clGetPlatformInfo)                                                                                         \
-  X(clGetDeviceIDs)                                                                                            \
-  X(clGetDeviceInfo) X(clCreateContext) X(clCreateCommandQueue) X(clCreateProgramWithSource) X(clBuildProgram) \
-      X(clGetProgramBuildInfo) X(clCreateKernel) X(clSetKernelArg) X(clCreateBuffer) X(clEnqueueNDRangeKernel) \
-          X(clEnqueueReadBuffer) X(clFinish) X(clReleaseMemObject) X(clReleaseKernel) X(clReleaseProgram)
+  // clang-format off
+#define KILN_CL_FNS(X)                                                                              \
+  X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) \
+  X(clCreateCommandQueue) X(clCreateProgramWithSource) X(clBuildProgram) X(clGetProgramBuildInfo)   \
+  X(clCreateKernel) X(clSetKernelArg) X(clCreateBuffer) X(clEnqueueNDRangeKernel)                   \
+  X(clEnqueueReadBuffer) X(clFinish) X(clReleaseMemObject) X(clReleaseKernel) X(clReleaseProgram)
+  // clang-format on
 #define KILN_CL_MEMBER(f) decltype(&::f) f = nullptr;
   KILN_CL_FNS(KILN_CL_MEMBER)
 #undef KILN_CL_MEMBER

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <utility>
 
@@ -53,8 +54,8 @@ std::unique_ptr<Device::Impl> open_first() {
   if (!d->lib)
     throw Unavailable(std::string("no OpenCL loader (libOpenCL.so.1): ") + dlerror() +
                       " (install ocl-icd-libopencl1 and pocl-opencl-icd)");
-#define KILN_CL_RESOLVE(f)                                    \
-  d->f = reinterpret_cast<decltype(&::f)>(dlsym(d->lib, #f)); \
+#define KILN_CL_RESOLVE(f)                                 \
+  d->f = std::bit_cast<decltype(&::f)>(dlsym(d->lib, #f)); \
   if (!d->f) throw Unavailable("libOpenCL.so.1 has no " #f);
   KILN_CL_FNS(KILN_CL_RESOLVE)
 #undef KILN_CL_RESOLVE

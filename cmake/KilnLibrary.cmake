@@ -113,6 +113,11 @@ function(kiln_add_library name)
     if(target IN_LIST seen)
       message(FATAL_ERROR "kiln_add_library(${name}): target '${target}' given twice")
     endif()
+    string(JSON gpu GET "${table}" ${entry_${target}} gpu)
+    if(gpu)
+      message(FATAL_ERROR "kiln_add_library(${name}): target '${target}': the OpenCL library output is not built yet "
+                          "(kiln codegen --target ${target} <spec> prints the kernels' OpenCL C)")
+    endif()
     list(APPEND seen "${target}")
   endforeach()
 

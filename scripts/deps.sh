@@ -5,11 +5,11 @@
 #                   CMake, Ninja, the generator's header-only libraries, LLVM and Z3;
 #   KILN_DEPS=test  (the default) that and everything the tests and benchmarks need, complete:
 #                   oneDNN's CMake config, for one, needs the OpenCL headers, which apt's
-#                   --no-install-recommends leaves out.
+#                   --no-install-recommends leaves out; PoCL runs the OpenCL kernels' tests on the CPU.
 # KILN_EXTRA_PACKAGES names more; KILN_DEPS_LIST_ONLY=1 only defines the list (.ci/run installs it).
 kiln_user_packages=(build-essential cmake ninja-build libcli11-dev nlohmann-json3-dev llvm-19-dev libz3-dev)
 kiln_test_packages=("${kiln_user_packages[@]}" ccache libgtest-dev libgmock-dev libbenchmark-dev
-                    libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers clang-format git python3
+                    libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clang-format git python3
                     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
                     gcc-riscv64-linux-gnu g++-riscv64-linux-gnu qemu-user-static
                     clang-19 lld-19 wasi-libc libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 libclang-rt-19-dev-wasm32

@@ -403,4 +403,6 @@ std::string_view how_name(AccessProof::How h) {
   return "UNPROVEN";
 }
 
+std::string index_text(const UOp* u) { return bounds_detail::expr_text(u); }
+
 }  // namespace kiln::codegen

@@ -31,5 +31,7 @@ std::vector<AccessProof> prove_bounds(const UOp* sink);
 void check_bounds(std::string_view kernel, const std::vector<AccessProof>& proofs, const UOp* sink);
 
 std::string_view how_name(AccessProof::How h);  // "proved by ranges", "proved by gate", "UNPROVEN"
+// index math as AccessProof::index spells it, over the dims and loops (r<axis>): "M*6 + r1"
+std::string index_text(const UOp* u);
 
 }  // namespace kiln::codegen

@@ -200,7 +200,7 @@ const Bounds& Prover::bounds(const UOp* u) {
 Bounds Prover::op_bounds(const UOp* u) {
   Bounds b;
   try {
-    if (u->op == Op::RANGE) {
+    if (u->op == Op::RANGE || u->op == Op::SPECIAL) {  // a loop or a work-item id: 0 .. end - 1
       b.lo.push_back(konst(0));
       for (const Poly& h : bounds(u->src(0)).hi) push(b.hi, add(h, konst(1), -1));
       return b;

@@ -168,6 +168,7 @@ inline std::string expr_text(const UOp* u) {
   if (u->op == Op::CONST && u->dtype == dtypes::bool_) return u->ival() ? "true" : "false";
   if (u->op == Op::DEFINE_VAR) return std::string(u->arg<VarArg>().name);
   if (u->op == Op::RANGE) return "r" + std::to_string(u->arg<RangeArg>().axis);
+  if (u->op == Op::SPECIAL) return std::string(u->arg<Name>().s);
   if (u->op == Op::CAST) return expr_text(u->src(0));
   const char* sym = nullptr;
   switch (u->op) {

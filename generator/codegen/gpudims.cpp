@@ -1,21 +1,27 @@
-// gpu dims: launch dimensions become indices. On the CPU the launch dimension is the core: a
-// kernel is called once per core with (core, cores), and each Thread loop (marked by the opts)
-// becomes that core's share of it, rows [core*n/cores, (core+1)*n/cores). The DEFINE_VARs
-// ".core" and ".cores" (names no spec can spell) stand for the two arguments.
-#include "generator/codegen/passes.h"
-
+// gpu dims: launch dimensions become indices.
+//
+// On the CPU the launch dimension is the core: a kernel is called once per core with (core,
+// cores), and each Thread loop (marked by the opts) becomes that core's share of it, rows
+// [core*n/cores, (core+1)*n/cores). The DEFINE_VARs ".core" and ".cores" (names no spec can spell)
+// stand for the two arguments.
+//
+// On a GPU target the Global loops (mark_global_axes) become work-item ids, SPECIALs named
+// "idx0".."idx2" (get_global_id(0..2)): the innermost loop is dim 0, as tinygrad orders them, so
+// neighbouring work items touch neighbouring elements. More loops than the target has dims, or
+// loops longer than its limits, are fitted as tinygrad's gpudims fits them: adjacent loops merge
+// into one id while their product fits (each loop is then a quotient and remainder of it), and a
+// loop of constant length too long for its dim is split into factors carried by the next dim. The
+// launch is exactly the ids' ends (the SPECIALs' sources), so no work item falls outside the loops.
 #include <map>
 
+#include "generator/codegen/passes.h"
 #include "generator/symbolic/symbolic.h"
 
 namespace kiln::codegen {
 
-const UOp* add_gpudims(const UOp* sink) {
-  // by axis: the same rows on every pass over them (a zeroing loop and its update loop)
-  std::map<int32_t, const UOp*> threads;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Thread) threads[u->arg<RangeArg>().axis] = u;
-  if (threads.empty()) return sink;
+namespace {
+
+const UOp* share_thread_loops(const UOp* sink, const std::map<int32_t, const UOp*>& threads) {
   Context& ctx = sink->ctx();
   Expr core = ctx.var(kCoreVar, 0, kMaxCores - 1), cores = ctx.var(kCoresVar, 1, kMaxCores);
   std::unordered_map<const UOp*, RangeReplacement> with;
@@ -33,6 +39,133 @@ const UOp* add_gpudims(const UOp* sink) {
     with[r] = {lo + share, {share}};
   }
   return replace_ranges(sink, with);
+}
+
+int64_t most(const UOp* end) { return end->imax(); }
+
+// The loops' ends, innermost first, fitted to `limit` by merging neighbours: groups[i] lists the
+// loops (indices into ends) id i carries, innermost first. Empty where they do not fit.
+std::vector<std::vector<size_t>> group_dims(const std::vector<const UOp*>& ends, const std::vector<int64_t>& limit) {
+  std::vector<std::vector<size_t>> g;
+  std::vector<int64_t> size;
+  for (size_t i = 0; i < ends.size(); ++i) g.push_back({i}), size.push_back(most(ends[i]));
+  auto fits = [&] {
+    if (g.size() > limit.size()) return false;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (size[i] > limit[i]) return false;
+    return true;
+  };
+  while (!fits()) {
+    size_t i = 0;
+    // the first pair whose product fits the dim it would take (products of maxima: no overflow,
+    // each below the limit's 2^31)
+    while (i + 1 < g.size() && !(size[i] <= limit[i] && size[i + 1] <= limit[i] && size[i] * size[i + 1] <= limit[i]))
+      ++i;
+    if (i + 1 >= g.size()) return {};
+    g[i].insert(g[i].end(), g[i + 1].begin(), g[i + 1].end());
+    size[i] *= size[i + 1];
+    g.erase(g.begin() + long(i) + 1), size.erase(size.begin() + long(i) + 1);
+  }
+  return g;
+}
+
+// Constant sizes, innermost first, made to fit `limit` by moving factors of a dim too long to the
+// next dim (tinygrad's _split_dims); empty where a dim has no factor that helps.
+std::vector<int64_t> split_dims(std::vector<int64_t> d, const std::vector<int64_t>& limit) {
+  d.resize(limit.size(), 1);
+  for (size_t i = 0; i < d.size(); ++i)
+    while (d[i] > limit[i]) {
+      int64_t f = 2;
+      while (f * f <= d[i] && d[i] % f != 0) ++f;
+      if (f * f > d[i]) return {};
+      d[i] /= f;
+      d[(i + 1) % d.size()] *= f;
+    }
+  while (d.size() > 1 && d.back() == 1) d.pop_back();
+  return d;
+}
+
+const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& globals, const target::Target& t) {
+  Context& ctx = sink->ctx();
+  std::vector<const UOp*> loops;  // innermost first
+  for (auto it = globals.rbegin(); it != globals.rend(); ++it) loops.push_back(it->second);
+  std::vector<const UOp*> ends;
+  for (const UOp* r : loops) ends.push_back(r->src(0));
+  auto special = [&](size_t dim, Expr end) { return ctx.special(simplify(end), "idx" + std::to_string(dim)); };
+  std::unordered_map<const UOp*, RangeReplacement> with;
+  std::vector<std::vector<size_t>> groups = group_dims(ends, t.global_max);
+  bool one_each = !groups.empty();  // every loop fits its dim as it is
+  for (const auto& gr : groups) one_each &= gr.size() == 1;
+  if (!groups.empty() && !one_each) {
+    // merged: id i runs over the product of its loops; each loop is a digit of it
+    for (size_t i = 0; i < groups.size(); ++i) {
+      Expr size = ends[groups[i][0]];
+      for (size_t k = 1; k < groups[i].size(); ++k) size = size * ends[groups[i][k]];
+      Expr id = special(i, size), below = ctx.cint(1, loops[0]->dtype);
+      for (size_t k = 0; k < groups[i].size(); ++k) {
+        size_t l = groups[i][k];
+        Expr digit = k + 1 == groups[i].size() ? id / below : id / below % ends[l];
+        with[loops[l]] = {simplify(digit), {}};
+        below = below * ends[l];
+      }
+    }
+    return replace_ranges(sink, with);
+  }
+  if (one_each) {
+    for (size_t i = 0; i < loops.size(); ++i) with[loops[i]] = {special(i, ends[i]), {}};
+    return replace_ranges(sink, with);
+  }
+  // too long for its dim, not mergeable: constant lengths are split into factors across the dims
+  std::vector<int64_t> sizes;
+  for (const UOp* e : ends) {
+    if (e->op != Op::CONST) return nullptr;
+    sizes.push_back(e->ival());
+  }
+  if (sizes.size() > t.global_max.size()) return nullptr;
+  std::vector<int64_t> fit = split_dims(sizes, t.global_max);
+  if (fit.empty()) return nullptr;
+  // the flat position (innermost fastest) of the launch, then each loop's digit of it
+  Expr flat = ctx.cint(0, loops[0]->dtype), stride = ctx.cint(1, loops[0]->dtype);
+  for (size_t i = 0; i < fit.size(); ++i) {
+    flat = flat + Expr(special(i, ctx.cint(fit[i], loops[0]->dtype))) * stride;
+    stride = stride * fit[i];
+  }
+  int64_t below = 1;
+  for (size_t l = 0; l < loops.size(); ++l) {
+    Expr digit = l + 1 == loops.size() ? flat / below : flat / below % sizes[l];
+    with[loops[l]] = {simplify(digit), {}};
+    below *= sizes[l];
+  }
+  return replace_ranges(sink, with);
+}
+
+}  // namespace
+
+const UOp* add_gpudims(const UOp* sink, const target::Target& t) {
+  // by axis: the same rows on every pass over them (a zeroing loop and its update loop)
+  std::map<int32_t, const UOp*> threads, globals;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::RANGE) continue;
+    const RangeArg& a = u->arg<RangeArg>();
+    if (a.type == AxisType::Thread) threads[a.axis] = u;
+    if (a.type == AxisType::Global) globals[a.axis] = u;
+  }
+  if (!globals.empty() && !t.gpu) throw InternalError("gpu dims: Global loops on " + t.name + ", not a GPU target");
+  if (!threads.empty()) sink = share_thread_loops(sink, threads);
+  if (globals.empty()) return sink;
+  // loops that do not fit the grid stay loops, outermost first, until the rest fits
+  while (!globals.empty()) {
+    if (const UOp* s = global_ids(sink, globals, t)) return s;
+    const UOp* r = globals.begin()->second;
+    RangeArg a = r->arg<RangeArg>();
+    a.type = AxisType::Loop;
+    sink = substitute(sink, {{r, sink->ctx().make(Op::RANGE, r->dtype, r->src(), a)}});
+    globals.erase(globals.begin());
+    for (auto& [axis, g] : globals)  // the rest were rebuilt under the new sink
+      for (const UOp* u : toposort(sink))
+        if (u->op == Op::RANGE && u->arg<RangeArg>().axis == axis && u->arg<RangeArg>().type == AxisType::Global) g = u;
+  }
+  return sink;
 }
 
 }  // namespace kiln::codegen

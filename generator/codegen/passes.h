@@ -65,11 +65,13 @@ const PatternMatcher& pm_remove_reduces();
 // (over a GROUP of their updates) closes the range for all of them, so they share one loop.
 const UOp* merge_reduce_ends(const UOp* sink);
 
-// gpu dims (gpudims.cpp): each Thread loop becomes the calling core's share of it.
+// gpu dims (gpudims.cpp): each Thread loop becomes the calling core's share of it; on a GPU target
+// the Global loops become work-item ids (SPECIAL "idx0".."idx2", dim 0 innermost), merged or split to
+// fit Target::global_max; loops that cannot be fitted stay loops.
 inline constexpr const char* kCoreVar = ".core";
 inline constexpr const char* kCoresVar = ".cores";
 inline constexpr int64_t kMaxCores = 256;
-const UOp* add_gpudims(const UOp* sink);
+const UOp* add_gpudims(const UOp* sink, const target::Target& t);
 
 // split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last; an END
 // of no range (END(x, 0): symbolic folded a range of one iteration) -> x.

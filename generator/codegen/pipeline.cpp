@@ -61,8 +61,11 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // after symbolic (the seeds run it before, with symbolic inside): it then matches one canonical form
   if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
-  if (opts.optimize && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts);
-  if (opts.optimize && !opts.tuned)
+  if (opts.optimize && target.gpu && opts.tuned)
+    throw OptError("kiln tune's opts are for CPU targets, not " + target.name);
+  if (opts.optimize && target.gpu) s = mark_global_axes(s);  // one work item per output element
+  if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts);
+  if (opts.optimize && !target.gpu && !opts.tuned)
     for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
@@ -73,10 +76,10 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
   s = st.done(check_no_local_buffers(s), "local buffers");  // none on the CPU
-  s = st.done(add_gpudims(s), "gpu dims");                  // the Thread loop: the calling core's share of it
-  s = st.rewrite(s, pm_split_ends(), "split ends");         // one loop per END, for the linearizer
-  s = st.done(lower_index_dtype(s), "lower index dtype");   // int32 where every index value fits
-  s = st.rewrite(s, sym(), "final symbolic");               // folds what the index retyping exposed
+  s = st.done(add_gpudims(s, target), "gpu dims");         // Thread loops: the core's share; Global ones: work-item ids
+  s = st.rewrite(s, pm_split_ends(), "split ends");        // one loop per END, for the linearizer
+  s = st.done(lower_index_dtype(s), "lower index dtype");  // int32 where every index value fits
+  s = st.rewrite(s, sym(), "final symbolic");              // folds what the index retyping exposed
   // math as arithmetic: what vectorizes better so, and what the target has no library for
   s = st.rewrite(s, pm_decompositions(), "decompositions", const_cast<target::Target*>(&target));
   s = st.done(check_gates(s), "move gates");  // gates stay on the INDEX, where the renderer guards the access
@@ -110,7 +113,15 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
   if (opts.require_proven_bounds) check_bounds(k.name, k.bounds, k.sink);
   k.parallel = std::any_of(k.linear.begin(), k.linear.end(),
                            [](const UOp* u) { return u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == kCoreVar; });
-  k.source = render::render_c(k.linear, symbol.empty() ? std::string_view(k.name) : symbol, vars);
+  for (const UOp* u : k.linear)
+    if (u->op == Op::PARAM) k.buffer_args = std::max(k.buffer_args, u->arg<ParamArg>().slot + 1);
+  for (const UOp* u : k.linear)  // the launch: what the work-item ids run over
+    if (u->op == Op::SPECIAL) {
+      std::string_view n = u->arg<Name>().s;
+      (n.starts_with("lidx") ? k.local_size : k.global_size)[size_t(n.back() - '0')] = u->src(0);
+    }
+  render::Dialect d = opts.target->output == target::Output::OpenCL ? render::Dialect::OpenCL : render::Dialect::C;
+  k.source = render::render_c(k.linear, symbol.empty() ? std::string_view(k.name) : symbol, vars, d);
   return k;
 }
 

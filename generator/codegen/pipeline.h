@@ -3,6 +3,7 @@
 // implement yet are listed in pipeline.cpp where they belong.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <span>
@@ -55,10 +56,14 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts = {}
 
 struct CKernel {
   std::string name;
-  const UOp* sink;                  // after the last rewrite
-  std::vector<const UOp*> linear;   // the linearized program
-  std::string source;               // the C function (without render::c_preamble())
-  bool parallel = false;            // the cores share its work (else core 0 does it all)
+  const UOp* sink;                 // after the last rewrite
+  std::vector<const UOp*> linear;  // the linearized program
+  std::string source;              // the C function (without render::c_preamble())
+  bool parallel = false;           // the cores share its work (else core 0 does it all)
+  // a GPU kernel's launch, dim 0 first: the work items per dim (an expression of the dims; null:
+  // 1), and per work group (null everywhere: the driver's choice)
+  std::array<const UOp*, 3> global_size{}, local_size{};
+  int32_t buffer_args = 0;          // the buffers an OpenCL kernel takes (its highest PARAM slot + 1), before the vars
   std::vector<AccessProof> bounds;  // every load and store, and whether it is proven inside its buffer
 };
 

@@ -17,8 +17,8 @@ using namespace c;
 
 class CRenderer {
  public:
-  CRenderer(std::span<const UOp* const> lin, std::string_view name, std::span<const UOp* const> vars)
-      : lin_(lin), name_(name), vars_(vars) {}
+  CRenderer(std::span<const UOp* const> lin, std::string_view name, std::span<const UOp* const> vars, Dialect d)
+      : lin_(lin), name_(name), vars_(vars), d_(d) {}
 
   std::string run() {
     uint32_t max_id = 0;
@@ -35,15 +35,43 @@ class CRenderer {
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
       for (auto [bits, lanes] : shapes_) out_ += vector_helpers(bits, lanes);
     }
-    cat(out_, "void ", name_, "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n",
-        "  (void)bufs;\n  (void)vars;\n  (void)cores;\n");
-    if (!uses_core_) out_ += "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n";
+    if (d_ == Dialect::OpenCL) {
+      opencl_signature();
+    } else {
+      cat(out_, "void ", name_, "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n",
+          "  (void)bufs;\n  (void)vars;\n  (void)cores;\n");
+      if (!uses_core_) out_ += "  if (core != 0) return;  /* not shared among cores: core 0 does it all */\n";
+    }
     for (const UOp* u : lin_)
       if (at(u).needed) line(u);
     return std::move(out_);
   }
 
  private:
+  // OpenCL: the buffers by slot (a slot the kernel does not use is a uchar pointer it ignores),
+  // then every var as a long
+  void opencl_signature() {
+    std::vector<const UOp*> params;
+    for (const UOp* u : lin_)
+      if (u->op == Op::PARAM) {
+        size_t slot = size_t(u->arg<ParamArg>().slot);
+        if (params.size() <= slot) params.resize(slot + 1);
+        params[slot] = u;
+      }
+    cat(out_, "__kernel void ", name_, '(');
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (i) out_ += ", ";
+      if (!params[i]) {
+        cat(out_, "__global const uchar* unused", i);
+        continue;
+      }
+      std::string_view cq = at(params[i]).written ? "" : "const ";
+      cat(out_, "__global ", cq, storage_type(params[i]->dtype.elem(), d_), "* restrict data", i);
+    }
+    for (size_t j = 0; j < vars_.size(); ++j) cat(out_, params.empty() && j == 0 ? "" : ", ", "long varg", j);
+    out_ += ") {\n";
+  }
+
   // uses, the loop depth of every node, which buffers are written, what the stores need, the
   // vector shapes the kernel uses and the loops that compute on vectors
   void analyze() {
@@ -56,7 +84,7 @@ class CRenderer {
         if (lin_[pos_[s->id]] != s)
           throw InternalError("render C: " + std::string(op_name(s->op)) + " is missing from the linear program");
         Node& n = at(s);
-        if (u->op != Op::PARAM && u->op != Op::BUFFER) ++n.uses;
+        if (u->op != Op::PARAM && u->op != Op::BUFFER && u->op != Op::SPECIAL) ++n.uses;
         n.user = u;  // the last user in program order
       }
       if (u->op == Op::END) --d, open.pop_back();
@@ -77,7 +105,7 @@ class CRenderer {
         DType e = u->dtype.elem();
         shapes_.insert({is_bool(e) ? mask_bits(e) : bitsize(e), int(e.count)});
       }
-      if (u->op == Op::PARAM || u->op == Op::BUFFER) continue;
+      if (u->op == Op::PARAM || u->op == Op::BUFFER || u->op == Op::SPECIAL) continue;  // sizes: metadata
       for (const UOp* s : u->src()) at(s).needed = true;
     }
   }
@@ -89,12 +117,13 @@ class CRenderer {
   }
   // the C type of a value (a vector: its typedef)
   std::string_view type_of(DType d) {
-    if (d.count == 1) return scalar_type(d);
+    if (d.count == 1) return scalar_type(d, d_);
     return names(d).type;
   }
   // how the operator table spells d (vector names are made once per kernel)
   Spelling names(DType d) {
-    if (d.count == 1) return {false, scalar_type(d), unsigned_type(d), {}};
+    if (d.count == 1) return {false, scalar_type(d, d_), unsigned_type(d, d_), {}, d_};
+    if (d_ == Dialect::OpenCL) throw InternalError("render OpenCL: vector " + to_string(d) + " (not rendered yet)");
     auto [it, fresh] = vnames_.try_emplace(d.key());
     if (fresh) {
       std::string sfx = vector_suffix(d, is_bool(d) ? mask_bits(d) : 0);
@@ -238,12 +267,13 @@ class CRenderer {
         if (u->is_invalid()) return;
         e_.clear();
         if (is_float(d))
-          float_literal(e_, u->cval().f, d);
+          float_literal(e_, u->cval().f, d, d_);
         else
-          int_literal(e_, u->cval().i, d);
+          int_literal(e_, u->cval().i, d, d_);
         return set_expr(u, e_);
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
+        if (d_ == Dialect::OpenCL) return set_expr(u, "data", pa.slot);  // an argument of the kernel
         std::string_view t = storage_type(d.elem()), cq = at(u).written ? "" : "const ";
         cat(line_at(u), cq, t, "* restrict data", pa.slot, " = (", cq, t, "*)bufs[", pa.slot, "];  /* ", pa.name,
             " */\n");
@@ -251,6 +281,8 @@ class CRenderer {
       }
       case Op::DEFINE_VAR: {
         std::string_view vn = u->arg<VarArg>().name;
+        if ((vn == ".core" || vn == ".cores") && d_ == Dialect::OpenCL)
+          throw InternalError("render OpenCL: " + std::string(vn) + " (a kernel shared among CPU cores)");
         if (vn == ".core" || vn == ".cores") {  // the function's own arguments
           std::string_view arg = vn.substr(1), t = scalar_type(d);
           cat(line_at(u), "const ", t, " var_", arg, " = (", t, ')', arg, ";\n");
@@ -265,9 +297,20 @@ class CRenderer {
           cat(e_, "var_", vn);
         else
           cat(e_, "var", j);
-        std::string_view t = scalar_type(d);
-        cat(line_at(u), "const ", t, ' ', e_, " = (", t, ")vars[", j, "];\n");
+        std::string_view t = scalar_type(d, d_);
+        cat(line_at(u), "const ", t, ' ', e_, " = (", t, d_ == Dialect::OpenCL ? ")varg" : ")vars[", j,
+            d_ == Dialect::OpenCL ? ";\n" : "];\n");
         return set_expr(u, e_);
+      }
+      case Op::SPECIAL: {  // a work-item id: get_global_id(d) for "idx<d>", get_local_id / get_group_id
+        std::string_view n = u->arg<Name>().s;
+        if (d_ != Dialect::OpenCL) throw InternalError("render C: SPECIAL " + std::string(n) + " needs a GPU target");
+        std::string_view fn = n.starts_with("lidx")   ? "get_local_id("
+                              : n.starts_with("gidx") ? "get_group_id("
+                                                      : "get_global_id(";
+        std::string_view t = scalar_type(d, d_);
+        cat(line_at(u), "const ", t, ' ', n, " = (", t, ')', fn, n.back(), ");\n");
+        return set_expr(u, n);
       }
       case Op::BUFFER: {  // an accumulator register (of vectors, where the elements are)
         const auto& pa = u->arg<ParamArg>();
@@ -279,7 +322,7 @@ class CRenderer {
       }
       case Op::RANGE: {
         int32_t axis = u->arg<RangeArg>().axis;
-        std::string_view t = scalar_type(d), bound = ex(u->src(0));
+        std::string_view t = scalar_type(d, d_), bound = ex(u->src(0));
         // a loop over vectors: unrolled, so that an accumulator of vectors lives in registers
         if (at(u).vector_loop && u->src(0)->op == Op::CONST)
           cat(line_at(u), "#pragma GCC unroll ", u->src(0)->ival(), '\n');
@@ -300,13 +343,13 @@ class CRenderer {
         const UOp* src = u->src(0);
         int n = counter_++;
         std::string& o = line_at(u);
-        cat(o, "const ", scalar_type(d), " val", n, " = ");
+        cat(o, "const ", scalar_type(d, d_), " val", n, " = ");
         if (src->op == Op::INDEX) {
           auto [gate, i] = gated(src);
           if (gate) cat(o, ex(gate), " ? ");
-          if (d == dtypes::bfloat16) o += "kiln_bf16_to_f32(";
+          if (const Narrow* nf = narrow_float(d)) o += nf->to_f32;
           place(o, src->src(0), i, d);
-          if (d == dtypes::bfloat16) o += ')';
+          if (narrow_float(d)) o += ')';
           if (gate) {
             o += " : ";
             zero(o, d);
@@ -326,7 +369,7 @@ class CRenderer {
         auto [gate, i] = gated(dst);
         if (gate) cat(o, "if (", ex(gate), ") ");
         place(o, dst->src(0), i, dst->dtype);
-        if (dst->dtype == dtypes::bfloat16) return cat(o, " = kiln_f32_to_bf16(", v, ");\n");
+        if (const Narrow* nf = narrow_float(dst->dtype)) return cat(o, " = ", nf->from_f32, v, ");\n");
         return cat(o, " = ", v, ";\n");
       }
       case Op::CAST: {
@@ -338,10 +381,10 @@ class CRenderer {
         }
         if (is_bool(d))
           cat(e_, x, " != 0");
-        else if (d == dtypes::bfloat16)
-          cat(e_, "kiln_bf16_round((", scalar_type(d), ')', x, ')');
+        else if (const Narrow* nf = narrow_float(d))
+          cat(e_, nf->round, "((", scalar_type(d, d_), ')', x, ')');
         else
-          cat(e_, '(', scalar_type(d), ')', x);
+          cat(e_, '(', scalar_type(d, d_), ')', x);
         return value(u, "cast");
       }
       case Op::BITCAST: {
@@ -354,6 +397,17 @@ class CRenderer {
         DType from = u->src(0)->dtype;
         std::string_view x = ex(u->src(0));
         std::string& o = line_at(u);
+        if (d_ == Dialect::OpenCL) {  // as_<type> reinterprets the bits of a value of the same size
+          std::string_view to = storage_type(d, d_);
+          cat(o, "const ", to, " bits", n, " = as_", to, '(');
+          if (const Narrow* nf = narrow_float(from))
+            cat(o, nf->from_f32, x, ')');
+          else
+            cat(o, '(', storage_type(from, d_), ")(", x, ')');
+          o += ");\n";
+          if (const Narrow* nf = narrow_float(d)) return set_expr(u, nf->to_f32, "bits", n, ')');
+          return set_expr(u, "bits", n);
+        }
         cat(o, storage_type(d), " bits", n, "; { const ", storage_type(from), " from = ");
         if (from == dtypes::bfloat16)
           cat(o, "kiln_f32_to_bf16(", x, ')');
@@ -371,16 +425,30 @@ class CRenderer {
     std::string_view x[3];
     for (size_t k = 0; k < u->nsrc() && k < 3; ++k) x[k] = ex(u->src(k));
     e_.clear();
-    bool bf16 = d == dtypes::bfloat16;  // computed in float, rounded after every op
-    if (bf16) e_ += "kiln_bf16_round(";
+    const Narrow* nf = narrow_float(d);  // computed in float, rounded after every op
+    if (nf) cat(e_, nf->round, '(');
     alu(e_, u, std::span<const std::string_view>(x, u->nsrc()), names(d), may_overflow(u));
-    if (bf16) e_ += ')';
+    if (nf) e_ += ')';
     value(u, d.count == 1 ? "alu" : is_bool(d) ? "mask" : "vec");
   }
 
+  // A float type computed in float and rounded after every op, stored as its 16 bits: bfloat16
+  // everywhere, and float16 in OpenCL (whose half arithmetic is an extension PoCL and others lack;
+  // vload_half and vstore_half are core). Null for the others.
+  struct Narrow {
+    std::string_view to_f32, from_f32, round;  // each spelled up to its '('
+  };
+  const Narrow* narrow_float(DType d) const {
+    static const Narrow bf16{"kiln_bf16_to_f32(", "kiln_f32_to_bf16(", "kiln_bf16_round"};
+    static const Narrow f16{"kiln_f16_to_f32(", "kiln_f32_to_f16(", "kiln_f16_round"};
+    if (d == dtypes::bfloat16) return &bf16;
+    if (d == dtypes::float16 && d_ == Dialect::OpenCL) return &f16;
+    return nullptr;
+  }
+
   void zero(std::string& o, DType d) const {
-    if (is_float(d)) return float_literal(o, 0.0, d);
-    int_literal(o, 0, d);
+    if (is_float(d)) return float_literal(o, 0.0, d, d_);
+    int_literal(o, 0, d, d_);
   }
 
   struct Span {
@@ -389,6 +457,7 @@ class CRenderer {
   std::span<const UOp* const> lin_;
   std::string_view name_;
   std::span<const UOp* const> vars_;
+  Dialect d_;
   std::string out_;
   std::string pool_;  // every node's expression, one after another (expr_ says where)
   std::string e_;     // the expression being built
@@ -415,8 +484,9 @@ class CRenderer {
 
 }  // namespace
 
-std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars) {
-  return CRenderer(linear, name, vars).run();
+std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars,
+                     Dialect dialect) {
+  return CRenderer(linear, name, vars, dialect).run();
 }
 
 }  // namespace kiln::render

@@ -23,11 +23,26 @@
 
 namespace kiln::render {
 
+// The C family's dialects, as tinygrad's C-style renderers are one renderer with per-language
+// tables: the same walk of the program, with each dialect's types, literals, math and kernel
+// signature. OpenCL C 1.2: one work item per call of the body,
+//   __kernel void <name>(__global T* restrict data0, ..., long varg0, ...)
+// the buffers by PARAM slot (const where the kernel only reads them; bool stored as uchar,
+// bfloat16 as ushort), then every var of `vars` as a long, in that order; the work-item ids
+// (SPECIAL "idx<d>") are get_global_id(d), the launch sizes CKernel::global_size. Doubles use the
+// cl_khr_fp64 extension where the device has it; float16, like bfloat16, is stored as ushort,
+// computed in float and rounded after every op (vload_half / vstore_half are core OpenCL; half
+// arithmetic is not).
+enum class Dialect : uint8_t { C, OpenCL };
+
 // The includes and helpers every rendered kernel needs; emit once per translation unit.
 std::string c_preamble();
+std::string opencl_preamble();
+inline std::string preamble(Dialect d) { return d == Dialect::OpenCL ? opencl_preamble() : c_preamble(); }
 
 // One kernel function. Throws InternalError for a node it cannot render (the stage that should
 // have removed it is named in the message).
-std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars);
+std::string render_c(std::span<const UOp* const> linear, std::string_view name, std::span<const UOp* const> vars,
+                     Dialect dialect = Dialect::C);
 
 }  // namespace kiln::render

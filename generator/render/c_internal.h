@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "generator/ir/uop.h"
+#include "generator/render/c.h"
 
 namespace kiln::render::c {
 
@@ -48,11 +49,13 @@ template <class T> void put(std::string& s, const T& part) { cat(s, part); }
 
 // ---------------------------------------------------------------- types and literals (c_types.cpp)
 
-std::string_view scalar_type(DType d);    // a scalar's C type ("float", "int32_t"); throws for vectors
-std::string_view storage_type(DType d);   // the type a buffer stores: bfloat16 travels as its 16 bits
-std::string_view unsigned_type(DType d);  // a signed integer's unsigned twin ("uint32_t")
-void float_literal(std::string& s, double v, DType d);
-void int_literal(std::string& s, int64_t v, DType d);
+// a scalar's type ("float", "int32_t"; OpenCL's "int"); throws for vectors
+std::string_view scalar_type(DType d, Dialect l = Dialect::C);
+// the type a buffer stores: bfloat16 travels as its 16 bits (and an OpenCL bool as a uchar)
+std::string_view storage_type(DType d, Dialect l = Dialect::C);
+std::string_view unsigned_type(DType d, Dialect l = Dialect::C);  // a signed integer's unsigned twin ("uint32_t")
+void float_literal(std::string& s, double v, DType d, Dialect l = Dialect::C);
+void int_literal(std::string& s, int64_t v, DType d, Dialect l = Dialect::C);
 bool identifier(std::string_view s);
 
 // GNU C vector types: kiln_v<f|i|u><bits>x<lanes> ("kiln_vf32x16", 64 bytes), the names of their
@@ -71,6 +74,7 @@ struct Spelling {
   std::string_view type;   // "int32_t" / "kiln_vi32x16"
   std::string_view utype;  // the unsigned type of the same width, where integer math wraps through it
   std::string_view sfx;    // a vector's helpers' suffix ("vi32x16")
+  Dialect dialect = Dialect::C;
 };
 
 // Appends the C expression of the ALU node u (scalar or lanewise on vectors) to e; x holds its

@@ -48,8 +48,10 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
   DType d = u->dtype;
   bool flt = is_float(d);
   std::string_view f = d.scalar == Scalar::Float64 ? "" : "f";
+  bool cl = t.dialect == Dialect::OpenCL;  // OpenCL's math builtins are overloaded on every float type
   auto fn = [&](std::string_view name) {
     if (t.vec) throw InternalError("render C: " + std::string(op_name(u->op)) + " on vectors");
+    if (cl) return cat(e, name, '(', x[0], ')');
     if (d == dtypes::float16) return cat(e, "(_Float16)", name, "f((float)", x[0], ')');
     cat(e, name, f, '(', x[0], ')');
   };
@@ -116,11 +118,12 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
       return put(e, x[0]);
     case Op::RECIPROCAL:
       if (t.vec) cat(e, "kiln_splat_", t.sfx, '(');
-      float_literal(e, 1.0, d.base());
+      float_literal(e, 1.0, d.base(), t.dialect);
       if (t.vec) e += ')';
       return cat(e, " / ", x[0]);
     case Op::POW:
       if (t.vec) break;
+      if (cl) return cat(e, "pow(", x[0], ", ", x[1], ')');
       if (d == dtypes::float16) return cat(e, "(_Float16)powf((float)", x[0], ", (float)", x[1], ')');
       return cat(e, "pow", f, '(', x[0], ", ", x[1], ')');
     default:

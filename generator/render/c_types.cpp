@@ -9,8 +9,36 @@ namespace kiln::render {
 
 namespace c {
 
-std::string_view scalar_type(DType d) {
+// OpenCL C's spelling of a scalar type, or "" where it is C's
+static std::string_view opencl_type(DType d) {
+  switch (d.scalar) {
+    case Scalar::Int8:
+      return "char";
+    case Scalar::Uint8:
+      return "uchar";
+    case Scalar::Int16:
+      return "short";
+    case Scalar::Uint16:
+      return "ushort";
+    case Scalar::Int32:
+      return "int";
+    case Scalar::Uint32:
+      return "uint";
+    case Scalar::Int64:
+      return "long";
+    case Scalar::Uint64:
+      return "ulong";
+    case Scalar::Float16:
+      return "float";  // computed in float, rounded to half after every op (render/c.cpp)
+    default:
+      return {};
+  }
+}
+
+std::string_view scalar_type(DType d, Dialect l) {
   if (d.count != 1) throw InternalError("render C: vector dtype " + to_string(d) + " where a scalar is written");
+  if (l == Dialect::OpenCL)
+    if (std::string_view t = opencl_type(d); !t.empty()) return t;
   switch (d.scalar) {
     case Scalar::Bool:
       return "bool";
@@ -43,24 +71,30 @@ std::string_view scalar_type(DType d) {
   }
 }
 
-std::string_view storage_type(DType d) { return d == dtypes::bfloat16 ? "uint16_t" : scalar_type(d); }
+std::string_view storage_type(DType d, Dialect l) {
+  if (d == dtypes::bfloat16) return l == Dialect::OpenCL ? "ushort" : "uint16_t";
+  if (d == dtypes::float16 && l == Dialect::OpenCL) return "ushort";
+  if (d == dtypes::bool_ && l == Dialect::OpenCL) return "uchar";  // a kernel argument may not point at bool
+  return scalar_type(d, l);
+}
 
-std::string_view unsigned_type(DType d) {
+std::string_view unsigned_type(DType d, Dialect l) {
+  bool cl = l == Dialect::OpenCL;
   switch (d.scalar) {
     case Scalar::Int8:
-      return "uint8_t";
+      return cl ? "uchar" : "uint8_t";
     case Scalar::Int16:
-      return "uint16_t";
+      return cl ? "ushort" : "uint16_t";
     case Scalar::Int32:
-      return "uint32_t";
+      return cl ? "uint" : "uint32_t";
     case Scalar::Int64:
-      return "uint64_t";
+      return cl ? "ulong" : "uint64_t";
     default:
-      return scalar_type(d);
+      return scalar_type(d, l);
   }
 }
 
-void float_literal(std::string& s, double v, DType d) {
+void float_literal(std::string& s, double v, DType d, Dialect l) {
   if (std::isnan(v)) return put(s, "NAN");
   if (std::isinf(v)) return put(s, v > 0 ? "INFINITY" : "(-INFINITY)");
   char buf[64];
@@ -70,19 +104,20 @@ void float_literal(std::string& s, double v, DType d) {
   std::string_view point = num.find_first_of(".e") == std::string_view::npos ? ".0" : "";
   if (d == dtypes::float64) return cat(s, num, point);
   if (d == dtypes::float32) return cat(s, num, point, 'f');
-  cat(s, "((", scalar_type(d), ')', num, point, "f)");
+  cat(s, "((", scalar_type(d, l), ')', num, point, "f)");
 }
 
-void int_literal(std::string& s, int64_t v, DType d) {
+void int_literal(std::string& s, int64_t v, DType d, Dialect l) {
+  bool cl = l == Dialect::OpenCL;  // OpenCL C's long is 64 bits, and it has no <stdint.h>
   if (is_bool(d)) return put(s, v ? '1' : '0');
-  if (d == dtypes::uint64) return cat(s, uint64_t(v), "ull");
+  if (d == dtypes::uint64) return cat(s, uint64_t(v), cl ? "UL" : "ull");
   if (d == dtypes::int64) {
-    if (v == std::numeric_limits<int64_t>::min()) return put(s, "INT64_MIN");
-    return cat(s, v, "ll");
+    if (v == std::numeric_limits<int64_t>::min()) return put(s, cl ? "LONG_MIN" : "INT64_MIN");
+    return cat(s, v, cl ? "L" : "ll");
   }
-  if (v == std::numeric_limits<int32_t>::min()) return put(s, "INT32_MIN");
+  if (v == std::numeric_limits<int32_t>::min()) return put(s, cl ? "INT_MIN" : "INT32_MIN");
   std::string_view u = d == dtypes::uint32 ? "u" : "";
-  if (bitsize(d) < 32) return cat(s, "((", scalar_type(d), ')', v, u, ')');
+  if (bitsize(d) < 32) return cat(s, "((", scalar_type(d, l), ')', v, u, ')');
   cat(s, v, u);
 }
 
@@ -171,6 +206,33 @@ std::string c_preamble() {
          "/* max that propagates NaN, like the IR's MAX */\n"
          "KILN_INLINE float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
          "KILN_INLINE double kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n";
+}
+
+std::string opencl_preamble() {
+  return "/* OpenCL C 1.2; doubles where the device has them */\n"
+         "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
+         "int kiln_floordiv_i32(int a, int b) {\n  int q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < "
+         "0)));\n}\n"
+         "long kiln_floordiv_i64(long a, long b) {\n"
+         "  long q = a / b;\n  return q - ((a % b != 0) & ((a < 0) != (b < 0)));\n}\n"
+         "int kiln_floormod_i32(int a, int b) {\n  int r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * "
+         "b;\n}\n"
+         "long kiln_floormod_i64(long a, long b) {\n"
+         "  long r = a % b;\n  return r + ((r != 0) & ((r < 0) != (b < 0))) * b;\n}\n"
+         "/* bfloat16: stored as its 16 bits, computed in float and rounded (to nearest even) after every op */\n"
+         "float kiln_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }\n"
+         "ushort kiln_f32_to_bf16(float f) {\n"
+         "  uint u = as_uint(f);\n"
+         "  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);\n"
+         "  u += 0x7fffu + ((u >> 16) & 1u);\n  return (ushort)(u >> 16);\n}\n"
+         "float kiln_bf16_round(float f) { return kiln_bf16_to_f32(kiln_f32_to_bf16(f)); }\n"
+         "/* float16: the same, through the core vload_half and vstore_half (half arithmetic is an extension) */\n"
+         "float kiln_f16_to_f32(ushort b) { return vload_half(0, (const half*)&b); }\n"
+         "ushort kiln_f32_to_f16(float f) {\n  ushort b;\n  vstore_half_rte(f, 0, (half*)&b);\n  return b;\n}\n"
+         "float kiln_f16_round(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }\n"
+         "/* max that propagates NaN, like the IR's MAX */\n"
+         "float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
+         "#ifdef cl_khr_fp64\ndouble kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n#endif\n";
 }
 
 }  // namespace kiln::render

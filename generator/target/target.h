@@ -17,6 +17,7 @@ namespace kiln::target {
 enum class Output : uint8_t {
   CSource,  // C99 for the consumer's compiler (<lib>_<spec>_<symbol>.c)
   Object,   // an object file made in-process by LLVM (<lib>_<spec>_<symbol>.o)
+  OpenCL,   // OpenCL C 1.2 source, built on the device at run time (<lib>_<spec>_<symbol>.cl)
 };
 
 struct Target {
@@ -45,10 +46,21 @@ struct Target {
   std::string runtime_bits;
   uint32_t runtime_mask = 0;
   std::vector<std::string> runtime_features;
+  // A GPU target (gpu = true): kernels run as a grid of work items, the output loops become the
+  // launch's ids (codegen/gpudims.cpp), and the limits below hold. tinygrad's renderers carry the
+  // same three (global_max, local_max, shared_max).
+  bool gpu = false;
+  std::vector<int64_t> global_max;  // the most work items (global size) per dim, dim 0 first
+  std::vector<int64_t> local_max;   // the most work items per work group per dim
+  int64_t local_max_total = 0;      // and in a whole work group
+  int64_t local_bytes = 0;          // local (shared) memory per work group
 };
 
 // Every target, best first within an architecture (the order kiln writes and dispatch tries them).
 const std::vector<Target>& targets();
+
+// The targets kernels run on as C or objects (every one but the GPU targets), in the same order.
+const std::vector<const Target*>& cpu_targets();
 
 // The target called `name`, or null.
 const Target* find(std::string_view name);

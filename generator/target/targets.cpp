@@ -13,7 +13,7 @@ constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2,
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(9);
+    std::vector<Target> t(10);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -123,15 +123,41 @@ const std::vector<Target>& targets() {
     m4.arch_guard = "defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M' && defined(__ARM_FP)";
     m4.runtime_bits = "0";
 
+    // OpenCL C 1.2 for any OpenCL device (mobile GPUs, PoCL on a CPU): the limits are what every
+    // device offers (work groups of 256 items, 32 KiB of local memory: OpenCL's minimum for a full
+    // profile), global sizes as tinygrad's CUDA renderer bounds them, so ids fit in int32 and the
+    // second and third dims in what older drivers take; float4 vectors; no threads of kiln's own
+    Target& ocl = t[8];
+    ocl.name = "opencl", ocl.symbol = "opencl", ocl.arch = "opencl";
+    ocl.vector_bytes = 16, ocl.vector_registers = 16, ocl.fma_units = 1;
+    ocl.threads = false;
+    ocl.output = Output::OpenCL;
+    ocl.runtime_bits = "0";
+    ocl.gpu = true;
+    ocl.global_max = {2147483647, 65535, 65535};
+    ocl.local_max = {256, 256, 64};
+    ocl.local_max_total = 256;
+    ocl.local_bytes = 32 << 10;
+
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[8];
+    Target& cpu = t[9];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";
     return t;
   }();
   return all;
+}
+
+const std::vector<const Target*>& cpu_targets() {
+  static const std::vector<const Target*> cpu = [] {
+    std::vector<const Target*> v;
+    for (const Target& t : targets())
+      if (!t.gpu) v.push_back(&t);
+    return v;
+  }();
+  return cpu;
 }
 
 const Target* find(std::string_view name) {
@@ -151,7 +177,35 @@ std::string known_names() {
 
 namespace {
 
-std::string_view output_name(Output o) { return o == Output::Object ? "object" : "c"; }
+std::string_view output_name(Output o) {
+  switch (o) {
+    case Output::CSource:
+      return "c";
+    case Output::Object:
+      return "object";
+    case Output::OpenCL:
+      return "opencl";
+  }
+  return "c";
+}
+
+std::string_view extension(Output o) {
+  switch (o) {
+    case Output::CSource:
+      return ".c";
+    case Output::Object:
+      return ".o";
+    case Output::OpenCL:
+      return ".cl";
+  }
+  return ".c";
+}
+
+std::string int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (int64_t x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
+  return s + "]";
+}
 
 std::string join(const std::vector<std::string>& v, std::string_view sep) {
   std::string s;
@@ -210,10 +264,14 @@ std::string table_json() {
     s += std::string(", \"freestanding\": ") + (t.freestanding ? "true" : "false");
     s += ", \"math_ops\": " + quoted_list(t.math_ops);
     s += ", \"output\": " + quoted(output_name(t.output));
-    s += ", \"extension\": " + quoted(t.output == Output::Object ? ".o" : ".c");
+    s += ", \"extension\": " + quoted(extension(t.output));
     s += ", \"c_flags\": " + quoted_list(t.c_flags) + ", \"arch_guard\": " + quoted(t.arch_guard);
     s += ", \"runtime_bits\": " + quoted(t.runtime_bits) + ", \"runtime_mask\": " + std::to_string(t.runtime_mask);
-    s += ", \"runtime_features\": " + quoted_list(t.runtime_features) + "}";
+    s += ", \"runtime_features\": " + quoted_list(t.runtime_features);
+    s += std::string(", \"gpu\": ") + (t.gpu ? "true" : "false");
+    s += ", \"global_max\": " + int_list(t.global_max) + ", \"local_max\": " + int_list(t.local_max);
+    s += ", \"local_max_total\": " + std::to_string(t.local_max_total);
+    s += ", \"local_bytes\": " + std::to_string(t.local_bytes) + "}";
   }
   return s + "\n]\n";
 }

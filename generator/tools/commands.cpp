@@ -169,7 +169,8 @@ static bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vect
 static void prove_bounds(const std::vector<ScheduledKernel>& kernels, int64_t& proven, int64_t& unproven) {
   for (const auto& k : kernels)
     for (const auto& sk : k.schedule.kernels)
-      for (const kiln::target::Target& t : kiln::target::targets()) {
+      for (const kiln::target::Target* tp : kiln::target::cpu_targets()) {  // kiln gen's: no GPU variants yet
+        const kiln::target::Target& t = *tp;
         kiln::codegen::PipelineOptions po;
         po.target = &t;
         std::string name(sk.ast->arg<kiln::Name>().s);
@@ -255,6 +256,15 @@ static bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
+// a GPU kernel's launch sizes as a comment above it (C: nothing)
+static std::string launch_comment(const kiln::codegen::CKernel& c) {
+  if (!c.global_size[0]) return "";
+  std::string s = "/* launch: global size (";
+  for (size_t d = 0; d < 3; ++d)
+    s += (d ? ", " : "") + (c.global_size[d] ? kiln::codegen::index_text(c.global_size[d]) : std::string("1"));
+  return s + "), local size: the driver's choice */\n";
+}
+
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
 // With an object target (one LLVM compiles for): its LLVM IR (--emit-llvm), its assembly (--asm) or the
 // object itself (-o), one module per spec file, named after the file.
@@ -270,7 +280,8 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
   }
   int rc = 0;
   bool any = false;
-  std::string out = cg.target ? "" : kiln::render::c_preamble();
+  bool opencl = cg.program && cg.program->output == kiln::target::Output::OpenCL;
+  std::string out = cg.target ? "" : opencl ? kiln::render::opencl_preamble() : kiln::render::c_preamble();
   for (const auto& path : paths) {
     kiln::Context ctx;
     std::vector<ScheduledKernel> kernels;
@@ -283,8 +294,10 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
     for (const kiln::UOp* d : dims)
       dim_list += (dim_list.empty() ? "" : ", ") + std::string(d->arg<kiln::VarArg>().name);
     if (!cg.target)
-      out += "/* " + path + ": vars[] holds the dims in declaration order: " + (dim_list.empty() ? "none" : dim_list) +
-             " */\n";
+      out += "/* " + path +
+             (opencl ? ": the kernels take the buffers, then the dims as longs (varg0, ...) in declaration order: "
+                     : ": vars[] holds the dims in declaration order: ") +
+             (dim_list.empty() ? "none" : dim_list) + " */\n";
     std::vector<kiln::codegen::CKernel> compiled;  // the object target's: one module of them
     for (const auto& k : kernels) {
       if (!only.empty() && k.name != only) continue;
@@ -317,7 +330,7 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
         if (cg.target)
           compiled.push_back(std::move(c));
         else
-          out += c.source;
+          out += launch_comment(c) + c.source;
       }
     }
     if (!cg.target || compiled.empty()) continue;

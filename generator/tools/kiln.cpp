@@ -227,7 +227,8 @@ static int run(int argc, char** argv) {
       if (!split_commas(ex_opts.targets, "--target", known_targets) || !split_commas(ex_dims, "--dim", "DIM=VALUE"))
         return 1;
       if (ex_opts.targets.empty())
-        for (const kiln::target::Target& t : kiln::target::targets()) ex_opts.targets.push_back(t.name);
+        for (const kiln::target::Target& t : kiln::target::targets())
+          if (!t.gpu) ex_opts.targets.push_back(t.name);  // the library has no GPU variants yet
       return run_explain(ex_opts, ex_kernel, ex_dims, ex_cpu);
     } catch (const kiln::InternalError& e) {
       std::cerr << "kiln: internal error: " << e.what() << "\n";
@@ -273,7 +274,7 @@ static int run(int argc, char** argv) {
         }
         cg.program = cg.target;
         // a C target: its kernels are the C (its vector width)
-        if (cg.target->output == kiln::target::Output::CSource) cg.target = nullptr;
+        if (cg.target->output != kiln::target::Output::Object) cg.target = nullptr;
       }
       cg.emit_llvm = cg_llvm, cg.assembly = cg_asm;
       if ((cg_asm || cg_llvm) && !cg.target) {

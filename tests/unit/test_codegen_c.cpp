@@ -371,7 +371,7 @@ TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
     c.p.sched = schedule::schedule(c.p.ins, c.p.outs, "r" + std::to_string(seed));
     // each width; a target without a library for the program's math (cortex-m4's for sin) says so,
     // and cpu stands in
-    const target::Target* t = &target::targets()[size_t(seed) % target::targets().size()];
+    const target::Target* t = target::cpu_targets()[size_t(seed) % target::cpu_targets().size()];
     try {
       src += c_source(c.p.sched, t);
     } catch (const codegen::MathError&) {
@@ -678,7 +678,8 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
                            (x > 0.5).where(x, -x), d.sum({1}) * 2,  (d * d).max({0})};
   Program p{ins, outs, schedule::schedule(ins, outs, "w")};
   int ran = 0;
-  for (const target::Target& t : target::targets()) {
+  for (const target::Target* tp : target::cpu_targets()) {
+    const target::Target& t = *tp;
     std::string src = c_source(p.sched, &t);
     std::string lanes = "x" + std::to_string(t.vector_bytes / 4);
     if (t.vector_bytes >= 8) {

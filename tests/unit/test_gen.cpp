@@ -186,9 +186,12 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   };
   EXPECT_EQ(error(opts("lib", {"gpu"}, {spec})),
             "kiln: error: unknown target 'gpu' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, "
-            "riscv64-rvv, "
+            "opencl, riscv64-rvv, "
             "wasm32-simd128, x86_64-avx2, x86_64-avx512)\n");
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
+  EXPECT_EQ(error(opts("lib", {"cpu", "opencl"}, {spec})),
+            "kiln: error: target 'opencl': the OpenCL library output is not built yet (kiln codegen --target opencl "
+            "<spec> prints the kernels' OpenCL C)\n");
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
   EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),

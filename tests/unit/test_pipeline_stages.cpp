@@ -241,7 +241,7 @@ TEST(PipelineStagesRandomPrograms, EveryStageComputesWhatTheKernelAstComputes) {
     std::vector<std::vector<const UOp*>> linear(s.kernels.size());
     // the targets in turn: vectorize at each vector width (16, 32, 64 bytes)
     // (one without a library for the program's math, cortex-m4's for sin, says so: cpu stands in)
-    const target::Target* pick = &target::targets()[size_t(seed) % target::targets().size()];
+    const target::Target* pick = target::cpu_targets()[size_t(seed) % target::cpu_targets().size()];
     for (size_t k = 0; pick->freestanding && k < s.kernels.size(); ++k) {
       const schedule::Kernel& kernel = s.kernels[k];
       codegen::PipelineOptions probe;

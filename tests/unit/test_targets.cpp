@@ -24,8 +24,8 @@ TEST(Targets, NamesAreUniqueAndSymbolsAreNamesWithUnderscores) {
   EXPECT_EQ(find("x86_64_avx2"), nullptr);  // the symbol is not a name
   EXPECT_EQ(find(""), nullptr);
   EXPECT_EQ(known_names(),
-            "aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, riscv64-rvv, wasm32-simd128, x86_64-avx2, "
-            "x86_64-avx512");
+            "aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, opencl, riscv64-rvv, wasm32-simd128, "
+            "x86_64-avx2, x86_64-avx512");
 }
 
 // targets.cpp includes nothing of kiln's (a build system compiles it alone), so it spells the
@@ -62,13 +62,44 @@ TEST(Targets, JsonHasEveryTargetAndField) {
     EXPECT_EQ(o.at("triple"), t.triple);
     EXPECT_EQ(o.at("vector_bytes"), t.vector_bytes);
     EXPECT_EQ(o.at("l2_bytes"), t.l2_bytes);
-    EXPECT_EQ(o.at("output"), t.output == Output::Object ? "object" : "c");
-    EXPECT_EQ(o.at("extension"), t.output == Output::Object ? ".o" : ".c");
+    EXPECT_EQ(o.at("output"), t.output == Output::Object ? "object" : t.output == Output::OpenCL ? "opencl" : "c");
+    EXPECT_EQ(o.at("extension"), t.output == Output::Object ? ".o" : t.output == Output::OpenCL ? ".cl" : ".c");
+    EXPECT_EQ(o.at("gpu"), t.gpu);
+    EXPECT_EQ(o.at("global_max").size(), t.global_max.size());
+    EXPECT_EQ(o.at("local_bytes"), t.local_bytes);
     EXPECT_EQ(o.at("c_flags").size(), t.c_flags.size());
     EXPECT_EQ(o.at("runtime_mask"), t.runtime_mask);
     EXPECT_EQ(o.at("threads"), t.threads);
     EXPECT_EQ(o.at("freestanding"), t.freestanding);
   }
+}
+
+// a GPU target has the limits gpu dims fits launches to; the CPU targets have none, and
+// cpu_targets() is the table without the GPU targets, in its order
+TEST(Targets, GpuTargetsHaveGridLimitsAndCpuTargetsNone) {
+  const Target* ocl = find("opencl");
+  ASSERT_NE(ocl, nullptr);
+  EXPECT_TRUE(ocl->gpu);
+  EXPECT_EQ(ocl->output, Output::OpenCL);
+  EXPECT_FALSE(ocl->threads);
+  EXPECT_EQ(ocl->global_max.size(), 3u);
+  EXPECT_EQ(ocl->local_max.size(), 3u);
+  for (int64_t g : ocl->global_max) EXPECT_LE(g, int64_t(INT32_MAX));  // ids are int32
+  int64_t local = 1;
+  for (int64_t l : ocl->local_max) {
+    EXPECT_LE(l, ocl->local_max_total);
+    local *= l;
+  }
+  EXPECT_GE(local, ocl->local_max_total);
+  EXPECT_NE(ocl->arch, "any");  // build rules that default to every portable target must not take it
+  size_t i = 0;
+  for (const Target& t : targets()) {
+    if (t.gpu) continue;
+    EXPECT_TRUE(t.global_max.empty() && t.local_max.empty() && t.local_bytes == 0) << t.name;
+    ASSERT_LT(i, cpu_targets().size());
+    EXPECT_EQ(cpu_targets()[i++], &t);
+  }
+  EXPECT_EQ(i, cpu_targets().size());
 }
 
 TEST(Targets, TextHasAHeaderAndALinePerTarget) {

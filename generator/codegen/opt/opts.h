@@ -73,6 +73,11 @@ const UOp* join_nests(const UOp* a, const UOp* b);
 // runs whole on core 0.
 const UOp* mark_thread_axis(const UOp* sink);
 
+// The GPU heuristics, for now: the output loops every store of the kernel sits in are marked
+// Global, one work item per output element ("gpu dims" makes them the launch's ids). Unchanged
+// for a kernel that reads a buffer it stores (its work items could race) or has no output loop.
+const UOp* mark_global_axes(const UOp* sink);
+
 // Splits every reduction whose body uses no lane loop, over at least 2 * width steps, into
 // `width` lanes: REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width`
 // partial results accumulate side by side (a loop the C compiler vectorizes) and are combined at

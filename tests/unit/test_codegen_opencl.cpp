@@ -1,0 +1,296 @@
+// The codegen pipeline to OpenCL C: scheduled kernels through the GPU stages (Global loops, gpu dims'
+// work-item ids) and the OpenCL dialect of the C renderer, built for the first OpenCL device (PoCL
+// in CI) and run there on poisoned outputs, compared with the float64 oracle: the kernel kinds the
+// C and LLVM paths run, random programs, and launches fitted to small grid limits. Without an
+// OpenCL device the tests that need one fail and say why (CI installs PoCL); under Bazel, whose
+// sandbox may hide the ICD, they are skipped with the reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "generator/codegen/pipeline.h"
+#include "generator/ir/text.h"
+#include "generator/render/c.h"
+#include "generator/schedule/schedule.h"
+#include "generator/target/target.h"
+#include "tests/unit/kernel_kinds.h"
+#include "tests/unit/ocl_runner.h"
+#include "tests/unit/oracle.h"
+#include "tests/unit/random_program.h"
+
+using namespace kiln;
+using namespace kiln::testing_programs;
+
+namespace {
+
+int64_t kernels_run = 0;  // kernels run on the device and compared, for the summary line
+
+struct Summary : ::testing::Environment {
+  void TearDown() override {
+    if (kernels_run > 0) std::cout << kernels_run << " kernels run on OpenCL against the oracle\n";
+  }
+};
+[[maybe_unused]] auto* const summary = ::testing::AddGlobalTestEnvironment(new Summary);
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// The device, or null with the test failed (skipped under Bazel or the sanitizers) and the reason printed.
+oclrun::Device* device() {
+  if (kSanitized) {  // the device's compiler and its code are not instrumented: the dev build runs them
+    std::cout << "OpenCL tests skipped under the sanitizers (PoCL's LLVM and the kernels it builds are not "
+                 "instrumented; the dev build runs them)\n";
+    return nullptr;
+  }
+  bool bazel = std::getenv("TEST_SRCDIR") != nullptr;  // whose sandbox may hide the ICD or PoCL's tools
+  try {
+    oclrun::Device& d = oclrun::Device::first();
+    if (bazel) {
+      static const std::string probe = [&]() -> std::string {
+        try {
+          oclrun::Program p(d, "__kernel void probe(__global int* p) { p[0] = 1; }\n");
+          return "";
+        } catch (const oclrun::Error& e) {
+          return e.what();
+        }
+      }();
+      if (!probe.empty()) throw oclrun::Unavailable("the device cannot build a program here: " + probe);
+    }
+    return &d;
+  } catch (const oclrun::Unavailable& e) {
+    if (bazel) {
+      std::cout << "OpenCL tests skipped under Bazel: " << e.what() << "\n";
+      return nullptr;
+    }
+    ADD_FAILURE() << "no OpenCL device to run the kernels on: " << e.what();
+    return nullptr;
+  }
+}
+
+const target::Target& opencl() { return *target::find("opencl"); }
+
+struct Compiled {
+  std::vector<codegen::CKernel> kernels;
+  std::string source;  // the preamble and every kernel
+};
+
+Compiled compile(const schedule::Schedule& s, const target::Target& t = opencl()) {
+  codegen::PipelineOptions o;
+  o.target = &t;
+  Compiled c;
+  c.source = render::opencl_preamble();
+  for (const auto& k : s.kernels) {
+    c.kernels.push_back(codegen::compile_to_c(k.ast, s.vars, o));
+    c.source += c.kernels.back().source;
+  }
+  return c;
+}
+
+struct Program {
+  std::vector<Tensor> ins, outs;
+  schedule::Schedule sched;
+};
+
+// Runs the compiled schedule on the device and compares with the oracle; "" or what differed.
+std::string compare(const Program& p, const Compiled& c, const oclrun::Program& prog,
+                    const std::map<std::string, int64_t>& vars, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  oracle::Bindings b;
+  b.vars = vars;
+  std::vector<std::vector<double>> inputs = random_inputs(p.ins, b, rng);
+  std::vector<interp::Output> got = oclrun::run_schedule(p.sched, c.kernels, prog, vars, inputs);
+  kernels_run += int64_t(p.sched.kernels.size());
+  for (size_t i = 0; i < p.outs.size(); ++i) {
+    std::vector<double> want = oracle::evaluate(p.outs[i].uop(), b).doubles();
+    if (got[i].values.size() != want.size()) return "output " + std::to_string(i) + ": size differs";
+    double tol = tolerance(got[i].dtype);
+    for (size_t j = 0; j < want.size(); ++j) {
+      double g = got[i].values[j], w = want[j];
+      bool same = std::isnan(w)   ? std::isnan(g)
+                  : std::isinf(w) ? g == w
+                                  : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
+      if (!same) {
+        std::ostringstream os;
+        os << "output " << i << " at " << j << ": got " << g << ", want " << w;
+        return os.str();
+      }
+    }
+  }
+  return "";
+}
+
+// the source with line numbers, as the device compiler's messages count them
+std::string numbered(const std::string& src) {
+  std::istringstream in(src);
+  std::string line, out;
+  for (int n = 1; std::getline(in, line); ++n) out += std::to_string(n) + ": " + line + "\n";
+  return out;
+}
+
+struct OpenclTest : ::testing::Test, ProgramInputs {
+  const target::Target* target = &opencl();
+  // compiles once, runs at every binding of the vars
+  void expect_matches(const std::vector<Tensor>& outs,
+                      const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {
+    Program p{ins, outs, schedule::schedule(ins, outs, "k" + std::to_string(programs++))};
+    Compiled c = compile(p.sched, *target);
+    oclrun::Device* dev = device();
+    if (!dev) return;
+    std::optional<oclrun::Program> prog;
+    try {
+      prog.emplace(*dev, c.source);
+    } catch (const oclrun::Error& e) {
+      ADD_FAILURE() << e.what() << "\n" << numbered(c.source);
+      return;
+    }
+    for (const auto& vars : bindings) EXPECT_EQ(compare(p, c, *prog, vars, 99), "") << c.source;
+  }
+};
+
+size_t count_op(const UOp* sink, Op op) {
+  size_t n = 0;
+  for (const UOp* u : toposort(sink)) n += u->op == op;
+  return n;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the kernel kinds, on the device
+
+TEST_F(OpenclTest, ElementwiseAndBroadcast) { kinds::elementwise_and_broadcast(*this); }
+TEST_F(OpenclTest, ReductionsOverEachAxis) { kinds::reductions_over_each_axis(*this); }
+TEST_F(OpenclTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
+TEST_F(OpenclTest, MlpAtTheBoundsOfItsBatch) { kinds::mlp(*this); }
+TEST_F(OpenclTest, MatmulShapes) { kinds::matmul_shapes(*this); }
+TEST_F(OpenclTest, ConvolutionsPoolingAttention) { kinds::convolutions_pooling_attention(*this); }
+TEST_F(OpenclTest, MovementOps) { kinds::movement_ops(*this); }
+TEST_F(OpenclTest, IntegersBoolsHalfAndBfloat16) { kinds::integers_bools_half_and_bfloat16(*this); }
+
+TEST(OpenclRandomPrograms, AgreeWithTheOracle) {
+  constexpr int kPrograms = 60;
+  struct Case {
+    std::unique_ptr<Context> ctx;
+    Program p;
+    std::map<std::string, int64_t> vars;
+    Compiled c;
+  };
+  std::vector<Case> cases;
+  std::string src = render::opencl_preamble();
+  for (int seed = 0; seed < kPrograms; ++seed) {
+    Case c{std::make_unique<Context>(), {}, {}, {}};
+    RandomProgram(uint64_t(seed)).build(*c.ctx, c.p.ins, c.p.outs, c.vars);
+    c.p.sched = schedule::schedule(c.p.ins, c.p.outs, "r" + std::to_string(seed));
+    c.c = compile(c.p.sched);
+    for (const auto& k : c.c.kernels) src += k.source;
+    cases.push_back(std::move(c));
+  }
+  oclrun::Device* dev = device();
+  if (!dev) return;
+  oclrun::Program prog(*dev, src);  // one build for all programs
+  int mismatches = 0;
+  for (int seed = 0; seed < kPrograms; ++seed) {
+    const Case& c = cases[size_t(seed)];
+    std::string diff = compare(c.p, c.c, prog, c.vars, uint64_t(seed) * 7919 + 1);
+    if (!diff.empty() && ++mismatches <= 3) ADD_FAILURE() << "program " << seed << ": " << diff << "\n" << c.c.source;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// ---------------------------------------------------------------- gpu dims
+
+// Every output loop becomes a work-item id, innermost first, and the launch is the loops' extent:
+// a 3-D permuted sum has three ids, and no Global loop is left after "gpu dims"
+TEST(OpenclGpuDims, OutputLoopsBecomeIdsInnermostFirst) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {3, 4, 5, 6});
+  // (5, 4, 3) from x[c][b][a][k]: no two output loops are contiguous in x, so none merge
+  std::vector<Tensor> ins{x}, outs{x.permute({2, 1, 0, 3}).sum({3})};
+  schedule::Schedule s = schedule::schedule(ins, outs, "p");
+  const UOp* after = nullptr;
+  codegen::PipelineOptions o;
+  o.target = &opencl();
+  o.after_stage = [&](std::string_view n, const UOp* sink) {
+    if (n == "gpu dims") after = sink;
+  };
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(count_op(after, Op::SPECIAL), 3u) << print_graph(after);
+  for (const UOp* u : toposort(after))
+    if (u->op == Op::RANGE) {
+      EXPECT_EQ(u->arg<RangeArg>().type, AxisType::Reduce) << print_graph(after);
+    }
+  // the output is (5, 4, 3): dim 0 runs over the last axis
+  ASSERT_TRUE(k.global_size[0] && k.global_size[1] && k.global_size[2]);
+  EXPECT_EQ(k.global_size[0]->ival(), 3);
+  EXPECT_EQ(k.global_size[1]->ival(), 4);
+  EXPECT_EQ(k.global_size[2]->ival(), 5);
+  EXPECT_NE(k.source.find("get_global_id(2)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("__kernel void p_0(__global float* restrict data0, __global const float* restrict data1)"),
+            std::string::npos)
+      << k.source;
+}
+
+// Launches fitted to a small grid: four loops on three dims merge the two innermost that fit; a
+// loop too long for its dim gives its smallest factors to the next dim (48 = 12 x 4, as tinygrad's
+// _split_dims); a prime too long for its dim stays a loop, and each agrees with the oracle
+TEST_F(OpenclTest, LaunchesAreFittedToTheGridLimits) {
+  target::Target small = opencl();
+  small.global_max = {16, 4, 4};
+  target = &small;
+  auto ids = [&](const std::vector<Tensor>& outs) {
+    schedule::Schedule s = schedule::schedule(ins, outs, "probe");
+    codegen::PipelineOptions o;
+    o.target = &small;
+    std::vector<int64_t> g;
+    for (const UOp* d : codegen::compile_to_c(s.kernels[0].ast, s.vars, o).global_size) g.push_back(d ? d->ival() : 0);
+    return g;
+  };
+  Tensor x = input("x", {2, 3, 2, 4});
+  // a permutation keeps the four loops apart: (3, 2, 4, 2) -> ids (2*4=8, 2, 3)
+  std::vector<Tensor> four{x.permute({1, 0, 3, 2}).exp()};
+  EXPECT_EQ(ids(four), (std::vector<int64_t>{8, 2, 3}));
+  expect_matches(four);
+  ins.clear();
+  Tensor y = input("y", {48});
+  EXPECT_EQ(ids({y * 2}), (std::vector<int64_t>{12, 4, 0}));
+  expect_matches({y * 2});
+  ins.clear();
+  Tensor z = input("z", {5, 17});
+  // out (17, 5): 5 fits dim 0; 17 fits neither dim 1 nor, merged (85), dim 0, and is prime: a loop
+  EXPECT_EQ(ids({z.transpose() + 1}), (std::vector<int64_t>{5, 0, 0}));
+  expect_matches({z.transpose() + 1});
+}
+
+// Symbolic extents: the ids run over the dims' values, the launch is an expression of the dims
+TEST_F(OpenclTest, SymbolicLaunchSizes) {
+  const UOp* m = ctx.var("M", 1, 100);
+  const UOp* n = ctx.var("N", 1, 70000);
+  Tensor x = input("x", {m, n}), b = input("b", {n});
+  expect_matches({(x + b).relu(), x.sum({1})},
+                 {{{"M", 1}, {"N", 1}}, {{"M", 7}, {"N", 300}}, {{"M", 2}, {"N", 70000}}});
+}
+
+// The GPU path leaves the CPU's alone: the same kernel on the cpu target has no work-item ids
+TEST(OpenclGpuDims, CpuTargetsGetNoIds) {
+  Context ctx;
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {64, 64});
+  std::vector<Tensor> ins{x}, outs{x.exp()};
+  schedule::Schedule s = schedule::schedule(ins, outs, "c");
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars);
+  EXPECT_EQ(k.global_size[0], nullptr);
+  EXPECT_EQ(k.source.find("get_global_id"), std::string::npos);
+  for (const UOp* u : k.linear) EXPECT_NE(u->op, Op::SPECIAL);
+}

@@ -85,6 +85,9 @@ class CRenderer {
           throw InternalError("render C: " + std::string(op_name(s->op)) + " is missing from the linear program");
         Node& n = at(s);
         if (u->op != Op::PARAM && u->op != Op::BUFFER && u->op != Op::SPECIAL) ++n.uses;
+        // an integer max spells each operand twice (a > b ? a : b): one inlined there would be
+        // written out twice, and a chain of maxima (an unrolled reduction) grows exponentially
+        if (u->op == Op::MAX && u->dtype.count == 1 && !is_float(u->dtype)) ++n.uses;
         n.user = u;  // the last user in program order
       }
       if (u->op == Op::END) --d, open.pop_back();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "generator/symbolic/symbolic.h"
@@ -56,9 +57,30 @@ const UOp* stand_in(const UOp* like, size_t i, int64_t lo, int64_t hi) {
   return like->ctx().var(like->ctx().intern(name), lo, hi, like->dtype.base());
 }
 
+// whether `to` has a range that `from` does not: a loop is one node wherever it is used, so an end
+// that the valid simplified (RANGE(N) where the valid says N is 4) would be another loop, which no
+// END closes
+bool makes_a_range(const UOp* from, const UOp* to) {
+  std::unordered_set<const UOp*> had;
+  for (const UOp* r : toposort(from))
+    if (r->op == Op::RANGE) had.insert(r);
+  for (const UOp* r : toposort(to))
+    if (r->op == Op::RANGE && !had.contains(r)) return true;
+  return false;
+}
+
+const UOp* given_valid(const UOp* valid, const UOp* u, bool try_simplex);
+
 }  // namespace
 
 const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
+  const UOp* r = given_valid(valid, u, try_simplex);
+  return r != u && makes_a_range(u, r) ? u : r;
+}
+
+namespace {
+
+const UOp* given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
   // the clauses as [lower, upper] bounds per expression, in first-seen order
   struct Bounds {
     const UOp* expr;
@@ -134,8 +156,6 @@ const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex) {
   for (const auto& [X, nX] : all) back.emplace_back(nX, X);
   return simplify(substitute(simplify(s), std::span<const std::pair<const UOp*, const UOp*>>(back)));
 }
-
-namespace {
 
 const UOp* simplify_valid(const UOp* valid) {
   // only for index math: a valid over loaded data is left alone

@@ -67,18 +67,108 @@ class RandomProgram {
 
   // Builds a program into ctx; returns "" if it could not be built (a rejected shape).
   void build(Context& ctx, std::vector<Tensor>& ins, std::vector<Tensor>& outs, std::map<std::string, int64_t>& vars) {
-    ctx_ = &ctx;
     int rank = pick(1, 3);
+    std::vector<const UOp*> dims;
     for (int i = 0; i < rank; ++i) {
       if (pick(0, 4) == 0 && vars.empty()) {
         int64_t hi = pick(2, 6);
-        dims_.push_back(ctx.var("N", 1, hi));
+        dims.push_back(ctx.var("N", 1, hi));
         int64_t v = std::vector<int64_t>{1, hi, pick(1, int(hi))}[size_t(pick(0, 2))];
         vars["N"] = v;
+        keys_.push_back(-1);
       } else {
-        dims_.push_back(ctx.cint(std::vector<int64_t>{1, 2, 3, 4, 5, 7}[size_t(pick(0, 5))]));
+        dims.push_back(ctx.cint(std::vector<int64_t>{1, 2, 3, 4, 5, 7}[size_t(pick(0, 5))]));
+        keys_.push_back(dims.back()->ival());
       }
     }
+    build_ops(ctx, dims, ins, outs);
+  }
+
+  // A spec's declaration of a program's shape: symbolic dims over ranges, each with the buckets
+  // kiln gen specializes (an exact value, or a multiple), and per axis a literal size or a dim.
+  struct Bucket {
+    int64_t value;
+    bool multiple;
+  };
+  struct DeclaredDim {
+    std::string name;
+    int64_t lo, hi;
+    std::vector<Bucket> buckets;
+  };
+  struct Shapes {
+    std::vector<DeclaredDim> dims;
+    std::vector<int> axis_dim;     // per axis: the index of its dim, or -1 for a literal
+    std::vector<int64_t> literal;  // per axis: its size where literal
+  };
+
+  // Draws the shapes of a program (up to two dims, sizes up to 33, buckets), keeping its tensors
+  // at most `max_elements` at the dims' largest values. Then build(ctx, shapes, dims, ...) builds
+  // the program; a copy of this RandomProgram taken between the two builds the same program again
+  // over other dims (a bucket's), as kiln gen lowers one spec per variant.
+  Shapes declare(int64_t max_elements) {
+    Shapes s;
+    int rank = pick(1, 3);
+    for (int i = 0; i < rank; ++i) {
+      if (pick(0, 2) == 0) {
+        if (s.dims.empty() || (s.dims.size() < 2 && pick(0, 1))) {
+          int64_t lo = std::vector<int64_t>{1, 1, 2, 3}[size_t(pick(0, 3))];
+          int64_t hi = std::max(lo + 1, std::vector<int64_t>{2, 4, 7, 8, 13, 16, 24, 33}[size_t(pick(0, 7))]);
+          DeclaredDim d{s.dims.empty() ? "N" : "M", lo, hi, {}};
+          for (int b = pick(0, 2); b > 0; --b) {
+            if (pick(0, 1)) {
+              d.buckets.push_back({pick(int(lo), int(hi)), false});
+              continue;
+            }
+            int64_t k = std::vector<int64_t>{2, 4, 8, 16}[size_t(pick(0, 3))];
+            if ((lo + k - 1) / k * k <= hi) d.buckets.push_back({k, true});
+          }
+          s.dims.push_back(d);
+        }
+        s.axis_dim.push_back(pick(0, int(s.dims.size()) - 1));
+        s.literal.push_back(0);
+      } else {
+        s.axis_dim.push_back(-1);
+        s.literal.push_back(std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32}[size_t(pick(0, 10))]);
+      }
+    }
+    // the largest tensor: the shape at the dims' largest values, squared along the last axis by a
+    // matmul-like step
+    auto largest = [&] {
+      int64_t n = 1, last = 1;
+      for (size_t i = 0; i < s.axis_dim.size(); ++i) {
+        last = s.axis_dim[i] < 0 ? s.literal[i] : s.dims[size_t(s.axis_dim[i])].hi;
+        n *= last;
+      }
+      return n * last;
+    };
+    for (size_t i = 0; largest() > max_elements; i = (i + 1) % s.axis_dim.size())
+      if (s.axis_dim[i] < 0 && s.literal[i] > 2)
+        s.literal[i] = s.literal[i] / 2;
+      else if (s.axis_dim[i] >= 0 && s.dims[size_t(s.axis_dim[i])].hi > 4)
+        shrink(s.dims[size_t(s.axis_dim[i])]);
+    return s;
+  }
+
+  // The program of `s` with dims[j] standing for s.dims[j] (its var, or a bucket's constant or
+  // multiple): its choices depend on the declaration only, so every variant is the same program.
+  void build(Context& ctx, const Shapes& s, const std::vector<const UOp*>& dims, std::vector<Tensor>& ins,
+             std::vector<Tensor>& outs) {
+    std::vector<const UOp*> axes;
+    for (size_t i = 0; i < s.axis_dim.size(); ++i) {
+      bool lit = s.axis_dim[i] < 0;
+      axes.push_back(lit ? ctx.cint(s.literal[i]) : dims[size_t(s.axis_dim[i])]);
+      keys_.push_back(lit ? s.literal[i] : -1 - s.axis_dim[i]);
+    }
+    build_ops(ctx, axes, ins, outs);
+  }
+
+ private:
+  // the ops over the axes `dims` (keys_ says which are literal, and which are equal)
+  void build_ops(Context& ctx, const std::vector<const UOp*>& dims, std::vector<Tensor>& ins,
+                 std::vector<Tensor>& outs) {
+    ctx_ = &ctx;
+    dims_ = dims;
+    int rank = int(dims_.size());
     is_int_ = pick(0, 3) == 0;
     DType d = is_int_ ? dtypes::int32 : dtypes::float32;
     int n_in = pick(1, 3);
@@ -92,8 +182,13 @@ class RandomProgram {
     if (pick(0, 2) == 0) outs.push_back(pool_[size_t(pick(int(n_in), int(pool_.size()) - 1))]);
     if (pick(0, 3) == 0) outs.push_back(pool_.back().sum({pick(0, rank - 1)}));
   }
-
- private:
+  // a smaller range, its buckets kept inside it
+  static void shrink(DeclaredDim& d) {
+    d.hi = std::max(d.lo + 1, d.hi / 2);
+    std::erase_if(d.buckets, [&](const Bucket& b) {
+      return b.multiple ? (d.lo + b.value - 1) / b.value * b.value > d.hi : b.value > d.hi;
+    });
+  }
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   std::vector<Dim> dims_of() const {
     std::vector<Dim> r;
@@ -102,9 +197,8 @@ class RandomProgram {
   }
   Tensor any() { return pool_[size_t(pick(0, int(pool_.size()) - 1))]; }
   int axis() { return pick(0, int(dims_.size()) - 1); }
-  bool const_dim(int a, int64_t at_least) const {
-    return dims_[size_t(a)]->op == Op::CONST && dims_[size_t(a)]->ival() >= at_least;
-  }
+  // a literal size (not a dim, even one a bucket makes constant)
+  bool const_dim(int a, int64_t at_least) const { return keys_[size_t(a)] >= at_least; }
 
   // One op on the pool, giving a tensor of the program's shape and dtype.
   Tensor step() {
@@ -184,7 +278,7 @@ class RandomProgram {
         return (x.flatten() * 3).reshape(dims_of());
       }
       case 10: {  // a square transpose, or a matmul with a fresh-shaped contraction
-        if (dims_.size() >= 2 && dims_[dims_.size() - 1] == dims_[dims_.size() - 2]) return x.transpose() + x;
+        if (dims_.size() >= 2 && keys_[dims_.size() - 1] == keys_[dims_.size() - 2]) return x.transpose() + x;
         if (is_int_) return x * 2;
         Tensor w = x.unsqueeze(-1) * any().unsqueeze(-2);  // (..., n, n)
         return w.sum({int(dims_.size())}) * 0.1;
@@ -199,6 +293,7 @@ class RandomProgram {
   std::mt19937_64 rng_;
   Context* ctx_ = nullptr;
   std::vector<const UOp*> dims_;
+  std::vector<int64_t> keys_;  // per axis: its literal size, or -1 - its dim's index (equal keys: equal sizes)
   std::vector<Tensor> pool_;
   bool is_int_ = false;
 };

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "generator/codegen/opt/opts.h"
@@ -317,6 +318,95 @@ TEST_F(OptsTest, SwapRefusals) {
   EXPECT_EQ(why, "SWAP(1, 1): SWAP needs two different axes");
   EXPECT_EQ(codegen::apply_opt(k, {Kind::Swap, 0, 5}, &why), nullptr);
   EXPECT_EQ(why, "no range with axis 5");
+}
+
+// ---------------------------------------------------------------- through the pipeline (kiln tune's path)
+
+namespace {
+
+// The program with kernel k taking `t` through PipelineOptions::tuned, as kiln gen applies kiln
+// tune's (after the pipeline's own stages before "apply opts", softmax's stored term first), the
+// other kernels the heuristics'; run natively against the oracle at every binding of the vars.
+void expect_tuned(ProgramInputs& p, const std::vector<Tensor>& outs, size_t k, const codegen::TunedOpts& t,
+                  const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {
+  schedule::Schedule s = schedule::schedule(p.ins, outs, "t" + std::to_string(p.programs++));
+  std::string src;
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    codegen::PipelineOptions po;
+    po.require_proven_bounds = false;  // as kiln gen: these test the values, not the prover
+    if (i == k) po.tuned = t;
+    src += codegen::compile_to_c(s.kernels[i].ast, s.vars, po).source;
+  }
+  crun::Library lib = crun::Library::compile(render::c_preamble() + src, {"-Wall", "-Wextra", "-Werror"});
+  for (auto vars : bindings)
+    for (int64_t cores : {1, 3}) {
+      vars[".cores"] = cores;
+      std::mt19937_64 rng(5);
+      oracle::Bindings b;
+      b.vars = vars;
+      std::vector<std::vector<double>> inputs = random_inputs(p.ins, b, rng);
+      std::vector<interp::Output> native = crun::run_schedule(s, lib, vars, inputs);
+      for (size_t i = 0; i < outs.size(); ++i)
+        EXPECT_EQ(differs(native[i].values, oracle::evaluate(outs[i].uop(), b).doubles(), native[i].dtype), "")
+            << "output " << i << ", " << cores << " cores\n"
+            << src;
+    }
+}
+
+// the axes of a kernel as the opts see it (after "simplify ranges", softmax's term stored)
+std::vector<int32_t> axes_before_opts(const UOp* ast) {
+  const UOp* sink0 = nullptr;
+  codegen::PipelineOptions po;
+  po.after_stage = [&](std::string_view stage, const UOp* s) {
+    if (stage == "simplify ranges") sink0 = s;
+  };
+  codegen::full_rewrite_to_sink(ast, po);
+  if (const UOp* stored = codegen::store_shared_term(sink0)) sink0 = stored;
+  std::set<int32_t> axes;
+  for (const UOp* u : toposort(sink0))
+    if (u->op == Op::RANGE) axes.insert(u->arg<RangeArg>().axis);
+  return {axes.begin(), axes.end()};
+}
+
+}  // namespace
+
+TEST_F(OptsTest, TunedPadtoOfEveryLoopOfSoftmaxWithItsStoredTerm) {
+  // the loop that stores softmax's exp(x - max) ends before the loop that reads it back: padding
+  // it gated that loop's store too, on a range outside its END (the linearizer recursed forever)
+  Tensor x = input("x", {4, 3});
+  schedule::Schedule s = schedule_of({x.softmax(-1)});
+  std::vector<int32_t> axes = axes_before_opts(s.kernels[0].ast);
+  ASSERT_GT(axes.size(), 3u) << "no stored term (else this test checks nothing)";
+  for (int32_t a : axes) expect_tuned(*this, {x.softmax(-1)}, 0, {{{Kind::Padto, a, 8}}, 0});
+}
+
+TEST_F(OptsTest, TunedUpcastOfAPaddedDimKeepsItsOtherLoops) {
+  // the copy of the row 3 of PADTO(0, 16) UPCAST(0, 4) UPCAST(0, 4) is gated by 3 < N, so N is 4
+  // there: simplifying its index under that gate made the column loop's end N a 4, another loop
+  // that no END closed
+  Tensor x = input("x", {5, ctx.var("N", 3, 4), ctx.var("N", 3, 4)});
+  std::vector<Tensor> outs{(x * 3).max({0})};
+  expect_tuned(*this, outs, 0, {{{Kind::Padto, 0, 16}, {Kind::Upcast, 0, 4}, {Kind::Upcast, 0, 4}}, 0},
+               {{{"N", 3}}, {{"N", 4}}});
+}
+
+TEST_F(OptsTest, UpcastAndLanesRefuseALoopAroundAnotherLoop) {
+  // softmax's row loop encloses the loop that stores its term: copies of it would each close that
+  // one loop (the linearizer: "range closed twice")
+  Tensor x = input("x", {4, 6});
+  schedule::Schedule s = schedule_of({x.softmax(-1)});
+  for (Kind k : {Kind::Upcast, Kind::Lane}) {
+    codegen::PipelineOptions po;
+    po.tuned = codegen::TunedOpts{{{k, 0, 2}}, 0};
+    try {
+      codegen::compile_to_c(s.kernels[0].ast, s.vars, po);
+      ADD_FAILURE() << Opt{k, 0, 2}.str() << " applied";
+    } catch (const codegen::OptError& e) {
+      EXPECT_NE(std::string(e.what()).find("axis 0 encloses another loop"), std::string::npos) << e.what();
+    }
+  }
+  // the inner loops still split
+  expect_tuned(*this, {x.softmax(-1)}, 0, {{{Kind::Upcast, 1, 2}}, 0});
 }
 
 // ---------------------------------------------------------------- what the CPU target lacks

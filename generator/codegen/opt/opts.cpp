@@ -88,6 +88,15 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
     return refuse(why, opt.str() + ": " +
                            (reduce ? "UPCAST and LANES split output axes, " + axis_str(opt.axis) + " is a reduction"
                                    : "UNROLL splits reductions, " + axis_str(opt.axis) + " is not one"));
+  // the inner piece is unrolled (the expander copies what depends on it) or a lane loop innermost:
+  // a loop inside the range (an END in its body that depends on it: softmax's stored term) would be
+  // copied once per copy, each closing that same loop, or would be inside a lane
+  for (const UOp* closer : toposort(sink))
+    if ((closer->op == Op::END || closer->op == Op::REDUCE) && lists(closer, r))
+      for (const UOp* u : toposort(closer->src(0)))
+        if (u->op == Op::END && contains(u, r))
+          return refuse(why, opt.str() + ": " + axis_str(opt.axis) + " encloses another loop (" +
+                                 (reduce ? "UNROLL" : "UPCAST and LANES") + " split innermost loops only)");
   Context& ctx = sink->ctx();
   AxisType inner_type = opt.kind == Opt::Kind::Upcast   ? AxisType::Upcast
                         : opt.kind == Opt::Kind::Unroll ? AxisType::Unroll
@@ -129,10 +138,11 @@ const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
                               : simplify((Expr(n) + (opt.amount - 1)) / opt.amount * opt.amount);
   std::vector<const UOp*> topo = toposort(sink);
   // what a padded iteration changes: the range and what is computed from it, except a reduction
-  // over it (the identity it adds there keeps the result exact)
+  // over it (the identity it adds there keeps the result exact) and what follows the END that
+  // closes it (softmax's stored term: the loop that reads it back is not inside r)
   std::unordered_set<const UOp*> varies{r};
   for (const UOp* u : topo) {
-    if (u->op == Op::REDUCE && lists(u, r)) continue;
+    if ((u->op == Op::REDUCE || u->op == Op::END) && lists(u, r)) continue;
     if (std::any_of(u->src().begin(), u->src().end(), [&](const UOp* s) { return varies.contains(s); }))
       varies.insert(u);
   }

@@ -28,7 +28,8 @@ struct Opt {
 // and then, when `why` is given, says why in words a user can act on.
 //   UPCAST / UNROLL / LANE: splits the range `axis` into an outer range (end / amount) and an
 //     inner range of `amount` marked Upcast, Unroll or Lane: r -> r_outer * amount + r_inner.
-//     `amount` must divide the range's end (PADTO first where it does not).
+//     `amount` must divide the range's end (PADTO first where it does not). Refused for a range
+//     that encloses another loop (an END inside it: softmax's stored term).
 //   THREAD: mark_thread_axis, for the outermost output loop only.
 //   PADTO: the range runs to the next multiple of `amount`; the extra iterations do nothing
 //     (addresses that depend on the range are gated, a reduction over it adds the identity).

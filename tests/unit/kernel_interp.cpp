@@ -469,10 +469,16 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
   std::vector<int64_t> offsets(nb, -1);
   std::vector<Buf> bufs;
   bufs.reserve(nb);
+  std::vector<guard::Pages> pages;
+  auto own = [&](DType d, int64_t numel) -> Buf& {
+    if (!opts.guard) return bufs.emplace_back(d, numel);
+    size_t item = size_t(itemsize(d));
+    return bufs.emplace_back(d, numel, pages.emplace_back(size_t(numel) * item, *opts.guard, item).data());
+  };
   for (size_t b = 0; b < nb; ++b) {
     const schedule::Buffer& buf = s.buffers[b];
     if (buf.kind != Kind::Intermediate) {
-      bufs.emplace_back(buf.dtype, numels[b]);
+      own(buf.dtype, numels[b]);
       if (buf.kind == Kind::Output) bufs.back().poison();
       if (buf.kind != Kind::Input) continue;
       if (buf.position < 0 || size_t(buf.position) >= inputs.size())
@@ -487,7 +493,10 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
       throw InterpError("intermediate " + buf.name + ": bytes [" + std::to_string(off) + ", " +
                         std::to_string(off + bytes) + ") do not fit a 64-byte aligned slot of the " +
                         std::to_string(ws) + "-byte workspace");
-    bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
+    if (opts.guard)
+      own(buf.dtype, numels[b]);
+    else
+      bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
     bufs.back().poison();
   }
 

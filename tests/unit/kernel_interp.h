@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "generator/ir/uop.h"
 #include "generator/schedule/schedule.h"
+#include "tests/unit/guard_pages.h"
 
 namespace kiln::interp {
 
@@ -93,6 +95,10 @@ struct RunOptions {
   // Reject two intermediates whose workspace bytes overlap while both are live (used by one
   // kernel range that intersects). Off, such a plan runs and corrupts what it corrupts.
   bool check_workspace_overlap = true;
+  // Every buffer, each intermediate too, in memory of its own flush against a PROT_NONE page on
+  // this side (guard::Pages), for native kernels; the plan's offsets are still checked. Without it,
+  // inputs and outputs are owned vectors and intermediates live at their offsets in one arena.
+  std::optional<guard::Side> guard;
 };
 
 // Runs every kernel of `s` in order. Inputs are given by input position; outputs come back by

@@ -97,6 +97,19 @@ MUTANTS = [
      "return a.begin < b.end && b.begin < a.end;",
      "return a.begin <= b.end && b.begin < a.end;",
      "-"),
+    # ---- exec_alu, which the oracle no longer shares (tests/unit/ref_alu.h)
+    ("alu-floormod-sign-of-dividend", "generator/ir/alu.cpp",
+     "if (r != 0 && ((r < 0) != (y < 0))) {",
+     "if (r != 0 && ((r < 0) != (x < 0))) {",
+     "RefAlu.*"),
+    ("alu-unsigned-wrap-sign-extends", "generator/ir/alu.cpp",
+     "if (!is_unsigned(d) && (u >> (b - 1)) & 1) u |= ~mask;",
+     "if ((u >> (b - 1)) & 1) u |= ~mask;",
+     "RefAlu.*"),
+    ("alu-half-ties-away-from-zero", "generator/ir/alu.cpp",
+     "ax += 0x0fffu + lsb;",
+     "ax += 0x1000u;",
+     "RefAlu.*"),
 ]
 
 

@@ -1,6 +1,6 @@
 // The kernel-AST interpreter (tests only, never shipped): runs the scheduler's kernels on real
 // typed bytes, so a test sees what the generated code would compute. Values are exact for their
-// dtype (kiln::exec_alu, kiln::truncate_to: float32 rounds to float32, int32 wraps). Every index
+// dtype (ref::alu, ref::to_dtype, the oracle's own arithmetic: float32 rounds to float32, int32 wraps). Every index
 // is bounds-checked against its PARAM's element count, and a whole schedule runs with all its
 // intermediates placed at their planned offsets in one poisoned workspace arena, so a wrong index
 // or a wrong memory plan shows up as an InterpError or as a wrong result. It runs the IR of every

@@ -137,10 +137,12 @@ std::optional<s128> int_op(Op op, DType d, std::span<const s128> v) {
       return v[0] + v[1];
     case Op::SUB:
       return v[0] - v[1];
-    case Op::MUL:  // exact: both fit 64 bits
-      return v[0] * v[1];
+    // modulo 2^128 (a uint64's square passes __int128), which keeps every bit a width of 64 or less
+    // has, and weakint's exact value (an int64's square fits)
+    case Op::MUL:
+      return s128(u128(v[0]) * u128(v[1]));
     case Op::MULACC:
-      return v[0] * v[1] + v[2];
+      return s128(u128(v[0]) * u128(v[1]) + u128(v[2]));
     case Op::MAX:
       return v[0] < v[1] ? v[1] : v[0];
     case Op::AND:
@@ -151,7 +153,7 @@ std::optional<s128> int_op(Op op, DType d, std::span<const s128> v) {
       return s128(u128(v[0]) ^ u128(v[1]));
     case Op::SHL:  // a multiplication by 2^s; weakint's shifts stop short of its sign bit
       if (v[1] < 0 || v[1] >= (weak ? 63 : width)) return std::nullopt;
-      return v[0] * (s128(1) << int(v[1]));
+      return s128(u128(v[0]) << int(v[1]));
     case Op::SHR:  // arithmetic for signed values: the floor of the quotient by 2^s
       if (v[1] < 0 || v[1] >= width) return std::nullopt;
       return floor_div(v[0], s128(1) << int(v[1]));

@@ -38,7 +38,8 @@ std::vector<ConstValue> int_operands(DType d, std::mt19937_64& rng) {
   int bits = bitsize(d);
   for (int64_t s : {bits - 1, bits, bits + 1, 63, 64}) xs.push_back(s);
   xs.push_back(int_min(d)), xs.push_back(int_max(d)), xs.push_back(int64_t(uint_max(d)));
-  xs.push_back(int_min(d) + 1), xs.push_back(int_max(d) - 1), xs.push_back(int64_t(uint_max(d)) + 1);
+  xs.push_back(int_min(d) + 1), xs.push_back(int_max(d) - 1),
+      xs.push_back(int64_t(uint_max(d) + 1));  // wraps for the 64-bit ones
   xs.push_back(std::numeric_limits<int64_t>::min()), xs.push_back(std::numeric_limits<int64_t>::max());
   for (int i = 0; i < 12; ++i) xs.push_back(int64_t(rng()));
   for (int i = 0; i < 12; ++i) xs.push_back(int64_t(rng() % 2001) - 1000);

@@ -92,6 +92,21 @@ TEST(CRunnerLibrary, MovesAndRemovesItsTemporaryDirectory) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+#if KILN_SANITIZE
+// In a sanitized build the kernels are too: UBSan stops one whose int32 addition overflows.
+TEST(CRunnerLibraryDeathTest, KernelsAreSanitizedInASanitizedBuild) {
+  Library lib = Library::compile(
+      "#include <stdint.h>\nvoid k(void* const* b, const int64_t* v, int32_t c, int32_t n) {\n"
+      "  (void)c; (void)n; int32_t* o = b[0]; o[0] = (int32_t)v[0] + 2147483647;\n}\n");
+  int32_t out = 0;
+  void* bufs[1] = {&out};
+  int64_t zero = 0, one = 1;
+  lib.get("k")(bufs, &zero, 0, 1);
+  EXPECT_EQ(out, 2147483647);
+  EXPECT_DEATH(lib.get("k")(bufs, &one, 0, 1), "signed integer overflow");
+}
+#endif
+
 // ---------------------------------------------------------------- schedules
 
 // The scheduler's kernels for x.sum({0}, true) - x over x[M, 4], by hand in C:

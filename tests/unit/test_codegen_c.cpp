@@ -839,17 +839,20 @@ TEST(CodegenCores, EveryElementIsStoredByExactlyOneCore) {
     int64_t in_n = 1, out_n = 1;
     for (int64_t d : shape) in_n *= d;
     for (int64_t d : oracle::eval_shape(outs[0].shape(), {})) out_n *= d;
-    std::vector<float> in(size_t(in_n), 1.0f);
-    std::vector<int> writers(size_t(out_n), 0);
     const int32_t cores = 3;
-    for (int32_t core = 0; core < cores; ++core) {
-      std::vector<float> out(size_t(out_n), std::numeric_limits<float>::quiet_NaN());
-      void* bufs[2] = {out.data(), in.data()};
-      lib.get(ck.name)(bufs, nullptr, core, cores);
-      for (size_t i = 0; i < out.size(); ++i) writers[i] += !std::isnan(out[i]);
+    for (guard::Side side : guard::kSides) {  // the buffers against a guard page after their end, then before
+      guard::Array<float> in(size_t(in_n), side, 1.0f);
+      std::vector<int> writers(size_t(out_n), 0);
+      for (int32_t core = 0; core < cores; ++core) {
+        guard::Array<float> out(size_t(out_n), side, std::numeric_limits<float>::quiet_NaN());
+        void* bufs[2] = {out.data(), in.data()};
+        lib.get(ck.name)(bufs, nullptr, core, cores);
+        guard::count_run(side);
+        for (size_t i = 0; i < out.size(); ++i) writers[i] += !std::isnan(out[i]);
+      }
+      for (size_t i = 0; i < writers.size(); ++i)
+        EXPECT_EQ(writers[i], 1) << "element " << i << " of " << out_n << "\n" << ck.source;
     }
-    for (size_t i = 0; i < writers.size(); ++i)
-      EXPECT_EQ(writers[i], 1) << "element " << i << " of " << out_n << "\n" << ck.source;
   }
 }
 

@@ -21,7 +21,9 @@ Usage (from anywhere in the repository):
   scripts/mutants.py --only ID[,ID]   # some of them
   scripts/mutants.py --jobs 2 --scratch DIR --min-kill-rate 90
 Last run (2026-12-01, the 14 mutants below): 14 killed, 100% (explain-half-bucket survived until
-GenTest.ExplainAtMultiplesOfHalfABucket; the other 13 were killed on the first run).
+GenTest.ExplainAtMultiplesOfHalfABucket; the other 13 were killed on the first run). The 3 exec_alu
+mutants added after (2026-12-02) were each killed by RefAlu.* in a dev build, one at a time, not yet
+in a run of this script.
 The scratch tree defaults to build/mutants/src (ignored by git; under the repository so that
 ccache's base directory covers it and unchanged files come from the cache). On 2 cores each
 mutant takes about 1-3 minutes to build and 1-2 to test.
@@ -97,6 +99,19 @@ MUTANTS = [
      "return a.begin < b.end && b.begin < a.end;",
      "return a.begin <= b.end && b.begin < a.end;",
      "-"),
+    # ---- exec_alu, which the oracle no longer shares (tests/unit/ref_alu.h)
+    ("alu-floormod-sign-of-dividend", "generator/ir/alu.cpp",
+     "if (r != 0 && ((r < 0) != (y < 0))) {",
+     "if (r != 0 && ((r < 0) != (x < 0))) {",
+     "RefAlu.*"),
+    ("alu-unsigned-wrap-sign-extends", "generator/ir/alu.cpp",
+     "if (!is_unsigned(d) && (u >> (b - 1)) & 1) u |= ~mask;",
+     "if ((u >> (b - 1)) & 1) u |= ~mask;",
+     "RefAlu.*"),
+    ("alu-half-ties-to-odd", "generator/ir/alu.cpp",
+     "ax += 0x0fffu + lsb;",
+     "ax += 0x0fffu + (lsb ^ 1u);",
+     "RefAlu.*"),
 ]
 
 

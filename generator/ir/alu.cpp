@@ -183,7 +183,9 @@ std::optional<ConstValue> exec_alu(Op op, DType dtype, std::span<const ConstValu
         r = x(0) / x(1);
         break;
       case Op::MAX:
-        r = std::isnan(x(0)) || std::isnan(x(1)) ? NAN : std::max(x(0), x(1));
+        // as the kernels compute it (kiln_maxf, the LLVM renderer's): of two equal values the
+        // second, so max(-0, +0) is +0 and max(+0, -0) is -0
+        r = std::isnan(x(0)) || std::isnan(x(1)) ? NAN : x(0) > x(1) ? x(0) : x(1);
         break;
       case Op::POW:
         r = std::pow(x(0), x(1));

@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tests/unit/guard_pages.h"
 
 #if defined(KILN_GEN_TUNED)  // the same tests on the library built with kiln tune's database
 #include "kiln_gen_tuned.h"
@@ -28,6 +31,9 @@ namespace kiln_gen_test = kiln_gen_tuned;
 #endif
 
 namespace {
+
+using kiln::guard::Array;
+using kiln::guard::Side;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -94,11 +100,13 @@ TEST(Dispatch, EveryClassOfBadCallReturnsItsStatus) {
 }
 
 // gemm at M x 3 x N: the variant explain says the call takes (the first whose guard holds) and the
-// values, into an output of NaNs (a variant that skips a part of it leaves NaNs there)
-void expect_gemm_takes_its_variant(int64_t m, int64_t n) {
+// values, into an output of NaNs (a variant that skips a part of it leaves NaNs there); every
+// buffer against a guard page on `side` (as in every call below that runs kernels: an access
+// outside a buffer faults)
+void expect_gemm_takes_its_variant(int64_t m, int64_t n, Side side) {
   const int64_t k = 3;
-  std::vector<float> a = random_floats(size_t(m * k), uint32_t(m * 1000 + n)),
-                     b = random_floats(size_t(k * n), uint32_t(n * 7 + m)), c(size_t(m * n), kNaN);
+  Array<float> a(random_floats(size_t(m * k), uint32_t(m * 1000 + n)), side),
+      b(random_floats(size_t(k * n), uint32_t(n * 7 + m)), side), c(size_t(m * n), side, kNaN);
   kiln::TensorView va(a.data(), {m, k}), vb(b.data(), {k, n}), vc(c.data(), {m, n});
   std::string guard = m == 1 && n % 64 == 0        ? "M == 1 && N % 64 == 0"
                       : m == 1                     ? "M == 1"
@@ -110,6 +118,7 @@ void expect_gemm_takes_its_variant(int64_t m, int64_t n) {
       << "M=" << m << " N=" << n;
   kiln::Status s = kiln_gen_test::gemm(va, vb, vc);
   ASSERT_TRUE(s.ok()) << s.message();
+  kiln::guard::count_run(side);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double want = 0;
@@ -119,110 +128,122 @@ void expect_gemm_takes_its_variant(int64_t m, int64_t n) {
 }
 
 TEST(Dispatch, TheSpecializedVariantRunsExactlyWhenItsGuardHolds) {
-  for (int64_t m : {1, 2, 15, 16, 17, 32, 48, 64})
-    for (int64_t n : {1, 63, 64, 65, 128, 192, 200}) expect_gemm_takes_its_variant(m, n);
+  for (Side side : kiln::guard::kSides)
+    for (int64_t m : {1, 2, 15, 16, 17, 32, 48, 64})
+      for (int64_t n : {1, 63, 64, 65, 128, 192, 200}) expect_gemm_takes_its_variant(m, n, side);
 }
 
 // Multiples of half a bucket (M = 8 mod 16, N = 32 mod 64) are in no bucket: a guard table that
 // checked %8 for %16 (or %32 for %64) would send them to a variant that leaves part of c unwritten
 // (M = 1, N = 32 to the one for N % 64 == 0)
 TEST(Dispatch, MultiplesOfHalfABucketAreNotInTheBucket) {
-  for (int64_t m : {1, 8, 16, 24, 40, 56})
-    for (int64_t n : {1, 32, 64, 96, 160}) expect_gemm_takes_its_variant(m, n);
+  for (Side side : kiln::guard::kSides)
+    for (int64_t m : {1, 8, 16, 24, 40, 56})
+      for (int64_t n : {1, 32, 64, 96, 160}) expect_gemm_takes_its_variant(m, n, side);
 }
 
 TEST(Dispatch, OtherDtypesAndThreads) {
   kiln::Context ctx(3);
-  std::vector<double> x(200), y(200), z(200, std::nan(""));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i) * 0.25, y[i] = 1.0 - double(i);
-  ASSERT_TRUE(kiln_gen_test::axpy(kiln::TensorView(x.data(), {200}), kiln::TensorView(y.data(), {200}),
-                                  kiln::TensorView(z.data(), {200}), &ctx)
-                  .ok());
-  for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(z[i], 2.0 * x[i] + y[i]);
-  std::vector<int32_t> m(37 * 4), s(37, -7);
-  for (size_t i = 0; i < m.size(); ++i) m[i] = int32_t(i % 11) - 5;
-  const std::vector<int32_t>& cm = m;
-  ASSERT_TRUE(kiln_gen_test::rowsum(kiln::TensorView(cm.data(), {37, 4}), kiln::TensorView(s.data(), {37}), &ctx).ok());
-  for (size_t r = 0; r < 37; ++r) EXPECT_EQ(s[r], m[4 * r] + m[4 * r + 1] + m[4 * r + 2] + m[4 * r + 3]);
+  for (Side side : kiln::guard::kSides) {
+    Array<double> x(200, side), y(200, side), z(200, side, std::nan(""));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = double(i) * 0.25, y[i] = 1.0 - double(i);
+    ASSERT_TRUE(kiln_gen_test::axpy(kiln::TensorView(x.data(), {200}), kiln::TensorView(y.data(), {200}),
+                                    kiln::TensorView(z.data(), {200}), &ctx)
+                    .ok());
+    kiln::guard::count_run(side);
+    for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(z[i], 2.0 * x[i] + y[i]);
+    Array<int32_t> m(37 * 4, side), s(37, side, -7);
+    for (size_t i = 0; i < m.size(); ++i) m[i] = int32_t(i % 11) - 5;
+    const int32_t* cm = m.data();
+    ASSERT_TRUE(kiln_gen_test::rowsum(kiln::TensorView(cm, {37, 4}), kiln::TensorView(s.data(), {37}), &ctx).ok());
+    kiln::guard::count_run(side);
+    for (size_t r = 0; r < 37; ++r) EXPECT_EQ(s[r], m[4 * r] + m[4 * r + 1] + m[4 * r + 2] + m[4 * r + 3]);
+  }
 }
 
 TEST(Dispatch, AnAppsOwnParallelForAndWorkspace) {
   const int64_t rows = 48;
-  std::vector<float> x = random_floats(rows * 8, 1), w = random_floats(8 * 16, 2), v = random_floats(16 * 4, 3);
-  std::vector<float> want(rows * 4), y(rows * 4, kNaN);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < 4; ++j) {
-      double s = 0;
-      for (int64_t h = 0; h < 16; ++h) {
-        double t = 0;
-        for (int64_t p = 0; p < 8; ++p) t += double(x[size_t(i * 8 + p)]) * w[size_t(p * 16 + h)];
-        s += std::max(0.0, t) * v[size_t(h * 4 + j)];
+  for (Side side : kiln::guard::kSides) {
+    Array<float> x(random_floats(rows * 8, 1), side), w(random_floats(8 * 16, 2), side),
+        v(random_floats(16 * 4, 3), side), y(rows * 4, side, kNaN);
+    std::vector<float> want(rows * 4);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double s = 0;
+        for (int64_t h = 0; h < 16; ++h) {
+          double t = 0;
+          for (int64_t p = 0; p < 8; ++p) t += double(x[size_t(i * 8 + p)]) * w[size_t(p * 16 + h)];
+          s += std::max(0.0, t) * v[size_t(h * 4 + j)];
+        }
+        want[size_t(i * 4 + j)] = float(s);
       }
-      want[size_t(i * 4 + j)] = float(s);
-    }
-  kiln::TensorView vx(x.data(), {rows, 8}), vw(w.data(), {8, 16}), vv(v.data(), {16, 4}), vy(y.data(), {rows, 4});
-  auto check = [&] {
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-4) << i;
-    std::fill(y.begin(), y.end(), kNaN);
-  };
-  // the hidden layer lives in the workspace: 48 x 16 floats at least
-  size_t bytes = kiln_gen_test::mlp_workspace_size(rows);
-  EXPECT_GE(bytes, size_t(rows * 16 * 4));
-  EXPECT_EQ(kiln_gen_test::mlp_workspace_size(65), 0u);  // outside the declared range
-  ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy).ok());  // no context: the calling thread, its own workspace
-  check();
-  kiln::Context ctx(4);
-  static std::atomic<int> calls{0};
-  ctx.set_parallel_for(
-      [](void*, int32_t n, void (*task)(void*, int32_t), void* arg) {
-        ++calls;
-        for (int32_t i = n - 1; i >= 0; --i) task(arg, i);  // any order, any thread
-      },
-      nullptr);
-  std::vector<char> small(bytes - 1), enough(bytes + 64);
-  ctx.set_workspace(small.data(), small.size());
-  expect_status(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx), kiln::StatusCode::ResourceExhausted,
-                "workspace: the call needs " + std::to_string(bytes) + " bytes, the context's workspace has " +
-                    std::to_string(small.size()));
-  ctx.set_workspace(enough.data(), enough.size());
-  ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx).ok());
-  check();
+    kiln::TensorView vx(x.data(), {rows, 8}), vw(w.data(), {8, 16}), vv(v.data(), {16, 4}), vy(y.data(), {rows, 4});
+    auto check = [&] {
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-4) << i;
+      std::fill(y.begin(), y.end(), kNaN);
+    };
+    // the hidden layer lives in the workspace: 48 x 16 floats at least
+    size_t bytes = kiln_gen_test::mlp_workspace_size(rows);
+    EXPECT_GE(bytes, size_t(rows * 16 * 4));
+    EXPECT_EQ(kiln_gen_test::mlp_workspace_size(65), 0u);  // outside the declared range
+    ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy).ok());  // no context: the calling thread, its own workspace
+    check();
+    kiln::Context ctx(4);
+    static std::atomic<int> calls{0};
+    ctx.set_parallel_for(
+        [](void*, int32_t n, void (*task)(void*, int32_t), void* arg) {
+          ++calls;
+          for (int32_t i = n - 1; i >= 0; --i) task(arg, i);  // any order, any thread
+        },
+        nullptr);
+    // the caller's workspace under a guard page too: the bytes the call needs, 64-byte aligned
+    kiln::guard::Pages small(bytes - 1, side, 64), enough(bytes, side, 64);
+    ctx.set_workspace(small.data(), small.size());
+    expect_status(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx), kiln::StatusCode::ResourceExhausted,
+                  "workspace: the call needs " + std::to_string(bytes) + " bytes, the context's workspace has " +
+                      std::to_string(small.size()));
+    ctx.set_workspace(enough.data(), enough.size());
+    ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, vy, &ctx).ok());
+    kiln::guard::count_run(side);
+    check();
 #if KILN_HEAP
-  EXPECT_GT(calls.load(), 0);
+    EXPECT_GT(calls.load(), 0);
 #else  // kiln_noheap_dispatch_tests: no threads without the heap, so a context of 4 has 1 and runs no parallel-for
-  EXPECT_EQ(ctx.threads(), 1);
-  EXPECT_EQ(calls.load(), 0);
+    EXPECT_EQ(ctx.threads(), 1);
+    EXPECT_EQ(calls.load(), 0);
 #endif
+  }
 }
 
 // The kernels read and write their arguments as if they were apart: an output that shares a byte
 // with another argument is refused (naming both) and nothing is written; inputs may share memory.
-TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
+void expect_overlaps_refused(Side side) {
   using kiln::StatusCode;
   using kiln::TensorView;
   const std::string why = " in memory (a kernel reads and writes its arguments as if they were apart)";
-  std::vector<float> a = random_floats(8 * 8, 11), b = random_floats(8 * 8, 12);
-  const std::vector<float> a0 = a, b0 = b;
+  Array<float> a(random_floats(8 * 8, 11), side), b(random_floats(8 * 8, 12), side);
+  const std::vector<float> a0 = a.vector(), b0 = b.vector();
   TensorView va(a.data(), {8, 8}), vb(b.data(), {8, 8});
   expect_status(kiln_gen_test::gemm(va, vb, va), StatusCode::InvalidArgument,
                 "gemm: argument c: output overlaps input a" + why);
   expect_status(kiln_gen_test::gemm(va, vb, vb), StatusCode::InvalidArgument,
                 "gemm: argument c: output overlaps input b" + why);
   EXPECT_EQ(kiln_gen_test::gemm_explain(va, vb, vb), "error: gemm: argument c: output overlaps input b" + why);
-  EXPECT_EQ(a, a0);
-  EXPECT_EQ(b, b0);
+  EXPECT_EQ(a.vector(), a0);
+  EXPECT_EQ(b.vector(), b0);
 
   // a [4, 8] and c [4, 16] in one buffer: c's first element is a's last, then c just after a
-  std::vector<float> buf(32 + 64, kNaN);
+  Array<float> buf(32 + 64, side, kNaN);
   for (size_t i = 0; i < 32; ++i) buf[i] = a[i];
-  std::vector<float> wide_b = random_floats(8 * 16, 13);
+  Array<float> wide_b(random_floats(8 * 16, 13), side);
   TensorView a_in(buf.data(), {4, 8}), b_in(wide_b.data(), {8, 16});
-  const std::vector<float> before = buf;
+  const std::vector<float> before = buf.vector();
   expect_status(kiln_gen_test::gemm(a_in, b_in, TensorView(buf.data() + 31, {4, 16})), StatusCode::InvalidArgument,
                 "gemm: argument c: output overlaps input a" + why);
   for (size_t i = 0; i < buf.size(); ++i)
     ASSERT_TRUE(buf[i] == before[i] || (std::isnan(buf[i]) && std::isnan(before[i])));
   ASSERT_TRUE(kiln_gen_test::gemm(a_in, b_in, TensorView(buf.data() + 32, {4, 16})).ok());  // adjacent is apart
+  kiln::guard::count_run(side);
   for (int64_t i = 0; i < 4; ++i)
     for (int64_t j = 0; j < 16; ++j) {
       double want = 0;
@@ -231,7 +252,7 @@ TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
     }
 
   // two outputs in one buffer, or one inside the other
-  std::vector<float> x = random_floats(100, 14), pq(200, kNaN);
+  Array<float> x(random_floats(100, 14), side), pq(200, side, kNaN);
   TensorView vx(x.data(), {100});
   expect_status(kiln_gen_test::pair(vx, TensorView(pq.data(), {100}), TensorView(pq.data(), {100})),
                 StatusCode::InvalidArgument, "pair: argument q: output overlaps output p" + why);
@@ -241,31 +262,38 @@ TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
                 StatusCode::InvalidArgument, "pair: argument p: output overlaps input x" + why);
   for (float f : pq) ASSERT_TRUE(std::isnan(f));
   ASSERT_TRUE(kiln_gen_test::pair(vx, TensorView(pq.data(), {100}), TensorView(pq.data() + 100, {100})).ok());
+  kiln::guard::count_run(side);
   for (size_t i = 0; i < 100; ++i) {
     EXPECT_EQ(pq[i], x[i] + 1.0f);
     EXPECT_EQ(pq[100 + i], x[i] * 2.0f);
   }
 
   // huge's x and y may be 2^66 bytes: counted saturating, the same answers
-  std::vector<double> h(3 * 1024 * 2, 1.0);
+  Array<double> h(3 * 1024 * 2, side, 1.0);
   expect_status(
       kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 1024}), kiln::TensorView(h.data() + 3071, {3, 1024})),
       StatusCode::InvalidArgument, "huge: argument y: output overlaps input x" + why);
-  EXPECT_EQ(h, std::vector<double>(3 * 1024 * 2, 1.0));
+  EXPECT_EQ(h.vector(), std::vector<double>(3 * 1024 * 2, 1.0));
   ASSERT_TRUE(
       kiln_gen_test::huge(kiln::TensorView(h.data(), {3, 1024}), kiln::TensorView(h.data() + 3072, {3, 1024})).ok());
+  kiln::guard::count_run(side);
   EXPECT_EQ(h[3072], 2.0);
   EXPECT_EQ(h[6143], 2.0);
 
   // one input twice is fine: a @ a
-  std::vector<float> c(64, kNaN);
+  Array<float> c(64, side, kNaN);
   ASSERT_TRUE(kiln_gen_test::gemm(va, va, TensorView(c.data(), {8, 8})).ok());
+  kiln::guard::count_run(side);
   for (int64_t i = 0; i < 8; ++i)
     for (int64_t j = 0; j < 8; ++j) {
       double want = 0;
       for (int64_t p = 0; p < 8; ++p) want += double(a[size_t(i * 8 + p)]) * a[size_t(p * 8 + j)];
       ASSERT_NEAR(c[size_t(i * 8 + j)], want, 1e-5);
     }
+}
+
+TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
+  for (Side side : kiln::guard::kSides) expect_overlaps_refused(side);
 }
 
 // wide's workspace is R x 1024 floats with R up to 2^53 - 1 (so every element count fits an
@@ -294,13 +322,17 @@ TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
 
   // and small R computes
   const int64_t rows = 5;
-  std::vector<float> x = random_floats(rows, 23), y(rows, kNaN);
-  ASSERT_TRUE(
-      kiln_gen_test::wide(kiln::TensorView(x.data(), {rows, 1}), vw, vv, kiln::TensorView(y.data(), {rows, 1})).ok());
-  for (int64_t i = 0; i < rows; ++i) {
-    double want = 0;
-    for (size_t h = 0; h < 1024; ++h) want += std::max(0.0, double(x[size_t(i)]) * w[h]) * v[h];
-    EXPECT_NEAR(y[size_t(i)], want, 1e-3) << i;
+  for (Side side : kiln::guard::kSides) {
+    Array<float> x(random_floats(rows, 23), side), y(rows, side, kNaN), gw(w, side), gv(v, side);
+    ASSERT_TRUE(kiln_gen_test::wide(kiln::TensorView(x.data(), {rows, 1}), kiln::TensorView(gw.data(), {1, 1024}),
+                                    kiln::TensorView(gv.data(), {1024, 1}), kiln::TensorView(y.data(), {rows, 1}))
+                    .ok());
+    kiln::guard::count_run(side);
+    for (int64_t i = 0; i < rows; ++i) {
+      double want = 0;
+      for (size_t h = 0; h < 1024; ++h) want += std::max(0.0, double(x[size_t(i)]) * w[h]) * v[h];
+      EXPECT_NEAR(y[size_t(i)], want, 1e-3) << i;
+    }
   }
 }
 
@@ -308,17 +340,25 @@ TEST(Dispatch, WorkspacesTooLargeToCountAreRefused) {
 
 #if !defined(KILN_GEN_TUNED)  // they call the same entry points: not again on the tuned library
 
-// An allocator that counts what it gives and takes back.
+// An allocator that counts what it gives and takes back, each block against a guard page on `side`.
 struct CountingAllocator {
+  explicit CountingAllocator(Side side = Side::After) : side(side) {}
+  Side side;
   int allocs = 0, frees = 0;
+  std::map<void*, kiln::guard::Pages> blocks;
   kiln_allocator_t c{this, &CountingAllocator::alloc, &CountingAllocator::release};
   static void* alloc(void* self, size_t bytes, size_t alignment) {
-    ++static_cast<CountingAllocator*>(self)->allocs;
-    return std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+    auto* a = static_cast<CountingAllocator*>(self);
+    ++a->allocs;
+    kiln::guard::Pages p(bytes, a->side, alignment);
+    void* data = p.data();
+    a->blocks.emplace(data, std::move(p));
+    return data;
   }
   static void release(void* self, void* p) {
-    ++static_cast<CountingAllocator*>(self)->frees;
-    std::free(p);
+    auto* a = static_cast<CountingAllocator*>(self);
+    ++a->frees;
+    a->blocks.erase(p);
   }
 };
 
@@ -379,18 +419,20 @@ TEST(DispatchC, EveryClassOfBadCallReturnsItsStatusAndMessage) {
   EXPECT_EQ(counting.frees, counting.allocs);
 }
 
-TEST(DispatchC, ACallComputesWhatTheCxxOneDoesWithTheWorkspaceFromTheAllocator) {
+void expect_c_call_computes(Side side) {
   const int64_t rows = 48;
-  std::vector<float> x = random_floats(rows * 8, 4), w = random_floats(8 * 16, 5), v = random_floats(16 * 4, 6);
-  std::vector<float> want(rows * 4, kNaN), y(rows * 4, kNaN);
+  Array<float> x(random_floats(rows * 8, 4), side), w(random_floats(8 * 16, 5), side),
+      v(random_floats(16 * 4, 6), side);
+  Array<float> want(rows * 4, side, kNaN), y(rows * 4, side, kNaN);
   kiln::TensorView vx(x.data(), {rows, 8}), vw(w.data(), {8, 16}), vv(v.data(), {16, 4});
   ASSERT_TRUE(kiln_gen_test::mlp(vx, vw, vv, kiln::TensorView(want.data(), {rows, 4})).ok());
-  CountingAllocator counting;
+  CountingAllocator counting(side);  // the context, its state and the workspace under guard pages too
   kiln_context* ctx = nullptr;
   ASSERT_EQ(kiln_context_create(1, &counting.c, &ctx), nullptr);
   const int made = counting.allocs;
   const kiln_tensor tx = vx.t, tw = vw.t, tv = vv.t, ty = kiln::TensorView(y.data(), {rows, 4}).t;
   ASSERT_EQ(kiln_gen_test_mlp(&tx, &tw, &tv, &ty, ctx), nullptr);
+  kiln::guard::count_run(side);
   for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << i;
   EXPECT_EQ(counting.allocs, made + 1);  // the hidden layer's workspace
   EXPECT_EQ(kiln_gen_test_mlp_workspace_size(rows), kiln_gen_test::mlp_workspace_size(rows));
@@ -403,6 +445,10 @@ TEST(DispatchC, ACallComputesWhatTheCxxOneDoesWithTheWorkspaceFromTheAllocator) 
                       " bytes, the context's workspace has " + std::to_string(small.size()));
   kiln_context_destroy(ctx);
   EXPECT_EQ(counting.frees, counting.allocs);
+}
+
+TEST(DispatchC, ACallComputesWhatTheCxxOneDoesWithTheWorkspaceFromTheAllocator) {
+  for (Side side : kiln::guard::kSides) expect_c_call_computes(side);
 }
 
 #endif  // !KILN_GEN_TUNED

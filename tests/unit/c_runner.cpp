@@ -73,6 +73,10 @@ Library Library::compile(const std::string& c_source, const std::vector<std::str
   std::string args = "-std=c99 -O2 -fPIC -shared -o " + shell_quote(lib.dir_ + "/lib.so") + " " +
                      shell_quote(lib.source_path_) + " -lm";
   for (const std::string& flag : extra_flags) args += " " + shell_quote(flag);
+#if KILN_SANITIZE
+  // a sanitized test binary runs sanitized kernels (they load into its ASan runtime)
+  args += " -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer";
+#endif
   lib.handle_ = build_and_load(lib.dir_, lib.source_path_, c_source, args, "C compilation");
   return lib;
 }
@@ -123,8 +127,24 @@ Library::KernelFn Library::get(const std::string& name) const {
 
 // ---------------------------------------------------------------- whole schedules
 
+namespace {
+
+// The first bit two runs' outputs differ in, or "".
+std::string first_difference(const std::vector<interp::Output>& a, const std::vector<interp::Output>& b) {
+  for (size_t o = 0; o < a.size() && o < b.size(); ++o)
+    for (size_t i = 0; i < a[o].values.size() && i < b[o].values.size(); ++i)
+      if (std::bit_cast<uint64_t>(a[o].values[i]) != std::bit_cast<uint64_t>(b[o].values[i]) ||
+          !(a[o].exact[i] == b[o].exact[i]))
+        return "output " + a[o].name + " element " + std::to_string(i) + ": " + std::to_string(a[o].values[i]) +
+               " vs " + std::to_string(b[o].values[i]);
+  return a.size() == b.size() ? "" : "the number of outputs";
+}
+
+}  // namespace
+
 std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const Library& lib, const interp::Vars& vars,
-                                         const std::vector<std::vector<double>>& inputs) {
+                                         const std::vector<std::vector<double>>& inputs,
+                                         std::span<const guard::Side> sides) {
   std::vector<int64_t> var_values;
   for (const UOp* v : s.vars) var_values.push_back(interp::eval_dim(v, vars));
   // Resolve every kernel before running any, so a missing one fails before the first call.
@@ -135,18 +155,29 @@ std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const Libr
         throw interp::InterpError("kernel " + k.name + ": no buffer " + std::to_string(b));
     fns.push_back(lib.get(k.name));
   }
-  // The interpreter's memory (inputs, poisoned outputs, the arena): only the kernels differ.
-  // No overlap check: native kernels show what a bad plan does.
-  interp::RunOptions opts;
-  opts.check_workspace_overlap = false;
-  return interp::run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<interp::Buf* const> params) {
-    std::vector<void*> ptrs;
-    for (interp::Buf* b : params) ptrs.push_back(b->data());
-    // every core's call, one after another (vars[".cores"], default 1), as a runtime would make them
-    auto it = vars.find(".cores");
-    int32_t cores = it == vars.end() ? 1 : int32_t(it->second);
-    for (int32_t c = 0; c < cores; ++c) fns[k](ptrs.data(), var_values.data(), c, cores);
-  });
+  auto it = vars.find(".cores");
+  int32_t cores = it == vars.end() ? 1 : int32_t(it->second);
+  // The interpreter's memory (inputs, poisoned outputs, intermediates): only the kernels differ.
+  auto run = [&](const interp::RunOptions& opts) {
+    return interp::run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<interp::Buf* const> params) {
+      std::vector<void*> ptrs;
+      for (interp::Buf* b : params) ptrs.push_back(b->data());
+      // every core's call, one after another (vars[".cores"], default 1), as a runtime would make them
+      for (int32_t c = 0; c < cores; ++c) fns[k](ptrs.data(), var_values.data(), c, cores);
+      if (opts.guard) guard::count_run(*opts.guard);
+    });
+  };
+  if (sides.empty()) return run({.check_workspace_overlap = false, .guard = std::nullopt});
+  // apart, intermediates cannot show what a bad plan does: the plan is checked instead
+  std::vector<interp::Output> first = run({.check_workspace_overlap = true, .guard = sides[0]});
+  for (guard::Side side : sides.subspan(1)) {
+    std::vector<interp::Output> outs = run({.check_workspace_overlap = true, .guard = side});
+    if (std::string d = first_difference(first, outs); !d.empty())
+      throw std::runtime_error("the kernels' outputs differ between their runs with the guard page " +
+                               std::string(guard::side_name(sides[0])) + " and " + guard::side_name(side) +
+                               " the buffers (" + d + "): they read memory outside their buffers");
+  }
+  return first;
 }
 
 }  // namespace kiln::crun

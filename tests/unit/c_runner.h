@@ -11,11 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "generator/schedule/schedule.h"
+#include "tests/unit/guard_pages.h"
 #include "tests/unit/kernel_interp.h"
 
 namespace kiln::crun {
@@ -32,7 +34,8 @@ class Library {
  public:
   using KernelFn = void (*)(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores);
 
-  // Compiles with `$CC` (else `cc`) -std=c99 -O2 -fPIC -shared ... -lm, plus `extra_flags`.
+  // Compiles with `$CC` (else `cc`) -std=c99 -O2 -fPIC -shared ... -lm, plus `extra_flags`, and
+  // with ASan and UBSan where the tests are built with them (KILN_SANITIZE).
   static Library compile(const std::string& c_source, const std::vector<std::string>& extra_flags = {});
   // Links an object file's bytes (an LLVM-compiled module) with `$CC` (else `cc`) -shared ... -lm.
   static Library link_object(const std::string& object);
@@ -56,8 +59,12 @@ class Library {
 };
 
 // Runs every kernel of `s` in order with the kernels of `lib`, as interp::run_schedule does: inputs
-// by input position, outputs by output position, outputs and the workspace poisoned first.
+// by input position, outputs by output position, outputs and the workspace poisoned first. It runs
+// once per side in `sides`, every buffer against a guard page there (an access outside a buffer
+// faults), and throws std::runtime_error if two runs' outputs differ in a bit. With no sides, once
+// in the interpreter's memory (intermediates in the arena), the plan unchecked: what a bad plan does.
 std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const Library& lib, const interp::Vars& vars,
-                                         const std::vector<std::vector<double>>& inputs);
+                                         const std::vector<std::vector<double>>& inputs,
+                                         std::span<const guard::Side> sides = guard::kSides);
 
 }  // namespace kiln::crun

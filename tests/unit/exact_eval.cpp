@@ -5,6 +5,7 @@
 #include <random>
 
 #include "generator/ir/text.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln::exact {
 
@@ -41,7 +42,7 @@ std::optional<ConstValue> bitcast(DType from, DType to, const ConstValue& v) {
     std::memcpy(&d, &bits, 8);
     return ConstValue::of_float(d);
   }
-  if (is_int(to)) return truncate_to(to, ConstValue::of_int(int64_t(bits)));
+  if (is_int(to)) return ref::to_dtype(to, ConstValue::of_int(int64_t(bits)));
   return std::nullopt;
 }
 
@@ -90,7 +91,7 @@ Value eval_node(const UOp* u, const std::vector<const Value*>& in, const Env& en
       if (ops[0].is_invalid())
         r[l] = ConstValue::invalid();
       else
-        r[l] = truncate_to(u->dtype, truthy(ops[0]) ? ops[1] : ops[2]);
+        r[l] = ref::to_dtype(u->dtype, truthy(ops[0]) ? ops[1] : ops[2]);
       continue;
     }
     for (const ConstValue& x : ops) invalid |= x.is_invalid();
@@ -99,7 +100,7 @@ Value eval_node(const UOp* u, const std::vector<const Value*>& in, const Env& en
     else if (u->op == Op::BITCAST)
       r[l] = bitcast(u->src(0)->dtype, u->dtype, ops[0]);
     else
-      r[l] = exec_alu(u->op, u->dtype, ops, operand_dtype(u));
+      r[l] = ref::alu(u->op, u->dtype, ops, operand_dtype(u));
   }
   return r;
 }

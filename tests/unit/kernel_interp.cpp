@@ -31,7 +31,7 @@ template <class T> T take(const std::byte* p) {
 
 uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
 
-// x is already a binary16 value (truncate_to rounded it), so the encoding is exact.
+// x is already a binary16 value (ref::to_dtype rounded it), so the encoding is exact.
 uint16_t half_bits(double x) {
   float f = static_cast<float>(x);
   uint16_t sign = uint16_t((float_bits(f) >> 16) & 0x8000u);
@@ -291,10 +291,10 @@ class KernelRun : Machine {
     const ReduceArg& ra = u->arg<ReduceArg>();
     if (ra.horizontal != 0 || (ra.op != Op::ADD && ra.op != Op::MUL && ra.op != Op::MAX))
       fail(u, "only ADD, MUL and MAX reduces over ranges are supported");
-    if (u->nsrc() == 1) return truncate_to(u->dtype, eval(u->src(0)));
+    if (u->nsrc() == 1) return ref::to_dtype(u->dtype, eval(u->src(0)));
     DType d = u->dtype;
-    ConstValue acc = ra.op == Op::ADD   ? truncate_to(d, ConstValue::of_int(0))
-                     : ra.op == Op::MUL ? truncate_to(d, ConstValue::of_int(1))
+    ConstValue acc = ra.op == Op::ADD   ? ref::to_dtype(d, ConstValue::of_int(0))
+                     : ra.op == Op::MUL ? ref::to_dtype(d, ConstValue::of_int(1))
                      : is_float(d)      ? ConstValue::of_float(-INFINITY)
                      : is_bool(d)       ? ConstValue::of_bool(false)
                                         : ConstValue::of_int(int_min(d));
@@ -368,7 +368,7 @@ Buf::Buf(DType dtype, int64_t numel, std::byte* data) : dtype_(dtype), numel_(nu
 ConstValue Buf::get(int64_t i) const { return decode(dtype_, data_ + size_t(i) * size_t(itemsize(dtype_))); }
 
 void Buf::set(int64_t i, const ConstValue& v) {
-  encode(dtype_, truncate_to(dtype_, v), data_ + size_t(i) * size_t(itemsize(dtype_)));
+  encode(dtype_, ref::to_dtype(dtype_, v), data_ + size_t(i) * size_t(itemsize(dtype_)));
 }
 
 void Buf::fill(std::span<const double> values) {
@@ -469,10 +469,16 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
   std::vector<int64_t> offsets(nb, -1);
   std::vector<Buf> bufs;
   bufs.reserve(nb);
+  std::vector<guard::Pages> pages;
+  auto own = [&](DType d, int64_t numel) -> Buf& {
+    if (!opts.guard) return bufs.emplace_back(d, numel);
+    size_t item = size_t(itemsize(d));
+    return bufs.emplace_back(d, numel, pages.emplace_back(size_t(numel) * item, *opts.guard, item).data());
+  };
   for (size_t b = 0; b < nb; ++b) {
     const schedule::Buffer& buf = s.buffers[b];
     if (buf.kind != Kind::Intermediate) {
-      bufs.emplace_back(buf.dtype, numels[b]);
+      own(buf.dtype, numels[b]);
       if (buf.kind == Kind::Output) bufs.back().poison();
       if (buf.kind != Kind::Input) continue;
       if (buf.position < 0 || size_t(buf.position) >= inputs.size())
@@ -487,7 +493,10 @@ std::vector<Output> run_schedule(const schedule::Schedule& s, const Vars& vars,
       throw InterpError("intermediate " + buf.name + ": bytes [" + std::to_string(off) + ", " +
                         std::to_string(off + bytes) + ") do not fit a 64-byte aligned slot of the " +
                         std::to_string(ws) + "-byte workspace");
-    bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
+    if (opts.guard)
+      own(buf.dtype, numels[b]);
+    else
+      bufs.emplace_back(buf.dtype, numels[b], arena.get() + off);
     bufs.back().poison();
   }
 

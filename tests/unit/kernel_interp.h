@@ -1,6 +1,6 @@
 // The kernel-AST interpreter (tests only, never shipped): runs the scheduler's kernels on real
 // typed bytes, so a test sees what the generated code would compute. Values are exact for their
-// dtype (kiln::exec_alu, kiln::truncate_to: float32 rounds to float32, int32 wraps). Every index
+// dtype (ref::alu, ref::to_dtype, the oracle's own arithmetic: float32 rounds to float32, int32 wraps). Every index
 // is bounds-checked against its PARAM's element count, and a whole schedule runs with all its
 // intermediates placed at their planned offsets in one poisoned workspace arena, so a wrong index
 // or a wrong memory plan shows up as an InterpError or as a wrong result. It runs the IR of every
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,7 @@
 
 #include "generator/ir/uop.h"
 #include "generator/schedule/schedule.h"
+#include "tests/unit/guard_pages.h"
 
 namespace kiln::interp {
 
@@ -93,6 +95,10 @@ struct RunOptions {
   // Reject two intermediates whose workspace bytes overlap while both are live (used by one
   // kernel range that intersects). Off, such a plan runs and corrupts what it corrupts.
   bool check_workspace_overlap = true;
+  // Every buffer, each intermediate too, in memory of its own flush against a PROT_NONE page on
+  // this side (guard::Pages), for native kernels; the plan's offsets are still checked. Without it,
+  // inputs and outputs are owned vectors and intermediates live at their offsets in one arena.
+  std::optional<guard::Side> guard;
 };
 
 // Runs every kernel of `s` in order. Inputs are given by input position; outputs come back by

@@ -231,7 +231,7 @@ class LinearRun : Machine {
       fail(st, "stores a " + to_string(st->src(1)->dtype) + " into a " + to_string(d) + " accumulator");
     ConstValue v = operand(st->src(1));
     if (v.is_invalid()) fail(st, "stores Invalid");
-    regs_[{acc->arg<ParamArg>().slot, lane}] = truncate_to(d, v);
+    regs_[{acc->arg<ParamArg>().slot, lane}] = ref::to_dtype(d, v);
   }
 
   // BUFFER, or AFTER(... BUFFER ...) whose first source leads to it

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tests/unit/kernel_interp.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln::interp::detail {
 
@@ -112,7 +113,7 @@ class Machine {
 
   // (a vector op is evaluated lane by lane: the scalar semantics of its element dtype)
   ConstValue alu(const UOp* u, Op op, std::span<const ConstValue> args) const {
-    auto r = exec_alu(op, u->dtype.base(), args);
+    auto r = ref::alu(op, u->dtype.base(), args);
     if (!r) {
       std::string ops;
       for (const ConstValue& a : args)
@@ -132,7 +133,7 @@ class Machine {
       case Op::WHERE: {
         ConstValue c = operand(u->src(0));
         if (c.is_invalid()) fail(u, "the condition is Invalid");
-        return truncate_to(u->dtype.base(), operand(u->src(truthy(c) ? 1 : 2)));
+        return ref::to_dtype(u->dtype.base(), operand(u->src(truthy(c) ? 1 : 2)));
       }
       case Op::CAST:
         return cast(u);
@@ -234,7 +235,7 @@ class Machine {
     if (!is_storable(from) || !is_storable(to) || itemsize(from) != itemsize(to))
       fail(u, "bitcast from " + to_string(from) + " to " + to_string(to) + " not supported");
     std::byte bytes[8];
-    encode(from, truncate_to(from, operand(u->src(0))), bytes);
+    encode(from, ref::to_dtype(from, operand(u->src(0))), bytes);
     ConstValue v = decode(to, bytes);
     if (v.is_invalid()) fail(u, "the bits are not a bool");
     return v;
@@ -254,7 +255,7 @@ class Machine {
     if (is_float(u->dtype)) return ConstValue::of_float(double(it->second));
     if (it->second < va.min || it->second > va.max || (va.multiple_of > 1 && it->second % va.multiple_of != 0))
       fail(u, std::string(va.name) + " = " + std::to_string(it->second) + " is outside its bounds");
-    return truncate_to(u->dtype, ConstValue::of_int(it->second));
+    return ref::to_dtype(u->dtype, ConstValue::of_int(it->second));
   }
 };
 

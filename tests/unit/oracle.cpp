@@ -6,6 +6,7 @@
 
 #include "generator/frontend/shape.h"
 #include "tests/unit/exact_eval.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln::oracle {
 
@@ -48,7 +49,7 @@ static DType eval_dtype(DType d) { return is_float(d) ? DType(dtypes::float64) :
 static ConstValue from_double(DType d, double x) {
   if (is_float(d)) return ConstValue::of_float(x);
   if (is_bool(d)) return ConstValue::of_bool(x != 0);
-  return truncate_to(d, ConstValue::of_int(int64_t(std::llround(x))));
+  return ref::to_dtype(d, ConstValue::of_int(int64_t(std::llround(x))));
 }
 
 // For each output position, the input position it reads (-1 for padding).
@@ -103,7 +104,7 @@ static ConstValue bitcast_value(DType from, DType to, const ConstValue& v) {
     std::memcpy(&f, &bits, 8);
     return ConstValue::of_float(f);
   }
-  if (is_int(to)) return truncate_to(to, ConstValue::of_int(int64_t(bits)));
+  if (is_int(to)) return ref::to_dtype(to, ConstValue::of_int(int64_t(bits)));
   throw OracleError("bitcast to " + to_string(to) + " unsupported");
 }
 
@@ -192,7 +193,7 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
         int64_t off = 0;
         for (size_t k = 0; k < idx.size(); ++k) off = off * s[k] + (s[k] == 1 ? 0 : idx[k]);
         ConstValue args[2] = {out.values[size_t(off)], v};
-        auto r = exec_alu(op, ed, args);
+        auto r = ref::alu(op, ed, args);
         if (!r) throw OracleError("reduce undefined");
         out.values[size_t(off)] = *r;
         for (size_t k = idx.size(); k-- > 0;) {
@@ -222,7 +223,7 @@ static Array eval_node(const UOp* u, const std::vector<const Array*>& in, const 
       if (in[k]->shape != out.shape) throw OracleError("operand shapes differ");
       args[k] = in[k]->values[e];
     }
-    auto r = exec_alu(u->op, ed, args, od);
+    auto r = ref::alu(u->op, ed, args, od);
     if (!r) {
       if (!is_float(ed)) throw OracleError("undefined " + std::string(op_name(u->op)) + " on integers");
       r = ConstValue::of_float(NAN);

@@ -1,7 +1,7 @@
 // The float64 reference interpreter for tensor graphs (tests only, never shipped). It knows the
 // primitive ops only (movement ops, ALU ops, CAST/BITCAST, REDUCE), so a composite built by
 // kiln::Tensor is checked against its definition, not against itself. Floats are evaluated in
-// double, integers exactly at their dtype's width (kiln::exec_alu), bools as 0/1.
+// double, integers exactly at their dtype's width (ref::alu, not the generator's exec_alu), bools as 0/1.
 #pragma once
 
 #include <cstdint>

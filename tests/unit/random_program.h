@@ -9,6 +9,7 @@
 
 #include "generator/frontend/tensor.h"
 #include "tests/unit/oracle.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln::testing_programs {
 
@@ -29,7 +30,7 @@ inline std::vector<double> random_input(DType d, size_t n, std::mt19937_64& rng)
       x = coin(rng);
     } else if (is_float(d)) {
       x = mag(rng) * (coin(rng) ? 1 : -1);
-      x = double(truncate_to(d, ConstValue::of_float(x)).f);  // exactly representable in d
+      x = double(ref::to_dtype(d, ConstValue::of_float(x)).f);  // exactly representable in d
     } else {
       x = ints(rng) * (is_unsigned(d) || coin(rng) ? 1 : -1);
     }

@@ -2,7 +2,10 @@
 // compiler and run as whole schedules, against the kernel-AST interpreter's results.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstddef>
 #include <filesystem>
 
 #include "generator/schedule/schedule.h"
@@ -88,6 +91,21 @@ TEST(CRunnerLibrary, MovesAndRemovesItsTemporaryDirectory) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
+
+#if KILN_SANITIZE
+// In a sanitized build the kernels are too: UBSan stops one whose int32 addition overflows.
+TEST(CRunnerLibraryDeathTest, KernelsAreSanitizedInASanitizedBuild) {
+  Library lib = Library::compile(
+      "#include <stdint.h>\nvoid k(void* const* b, const int64_t* v, int32_t c, int32_t n) {\n"
+      "  (void)c; (void)n; int32_t* o = b[0]; o[0] = (int32_t)v[0] + 2147483647;\n}\n");
+  int32_t out = 0;
+  void* bufs[1] = {&out};
+  int64_t zero = 0, one = 1;
+  lib.get("k")(bufs, &zero, 0, 1);
+  EXPECT_EQ(out, 2147483647);
+  EXPECT_DEATH(lib.get("k")(bufs, &one, 0, 1), "signed integer overflow");
+}
+#endif
 
 // ---------------------------------------------------------------- schedules
 
@@ -213,9 +231,9 @@ TEST(CRunnerSchedule, IntermediatesLiveInTheArenaAtTheirOffsets) {
   EXPECT_EQ(good[0].values, interp::run_schedule(scale_scale_add(ctx, 64), vars, in)[0].values);
   // A plan that puts t1 on t0's bytes: q_1 overwrites t0 through the arena, so out = 3x + 3x,
   // exactly as the interpreter computes the same bad plan unchecked.
-  auto bad = run_schedule(scale_scale_add(ctx, 0), lib, vars, in);
+  auto bad = run_schedule(scale_scale_add(ctx, 0), lib, vars, in, {});  // in the arena, unchecked
   EXPECT_EQ(bad[0].values, (std::vector<double>{6, 12, 18, 24, 30, 36, 42, 48}));
-  interp::RunOptions unchecked{.check_workspace_overlap = false};
+  interp::RunOptions unchecked{.check_workspace_overlap = false, .guard = std::nullopt};
   EXPECT_EQ(bad[0].values, interp::run_schedule(scale_scale_add(ctx, 0), vars, in, unchecked)[0].values);
 }
 
@@ -226,7 +244,10 @@ TEST(CRunnerSchedule, BadPlansAndMissingKernelsAreRejectedBeforeRunning) {
   interp::Vars vars{{"n", 8}};
   EXPECT_NE(error_of([&] { run_schedule(scale_scale_add(ctx, 32), lib, vars, in); }), "");   // misaligned
   EXPECT_NE(error_of([&] { run_schedule(scale_scale_add(ctx, 128), lib, vars, in); }), "");  // past the arena
-  EXPECT_NE(error_of([&] { run_schedule(scale_scale_add(ctx, 64), lib, {}, in); }), "");     // no value for n
+  // under guard pages the intermediates are apart, so the plan is checked: t1 on t0's bytes
+  std::string overlap = error_of([&] { run_schedule(scale_scale_add(ctx, 0), lib, vars, in); });
+  EXPECT_NE(overlap.find("t0 and t1 share workspace bytes"), std::string::npos) << overlap;
+  EXPECT_NE(error_of([&] { run_schedule(scale_scale_add(ctx, 64), lib, {}, in); }), "");  // no value for n
   schedule::Schedule s = scale_scale_add(ctx, 64);
   s.kernels[2].name = "q_9";
   std::string e = error_of([&] { run_schedule(s, lib, vars, in); });
@@ -242,6 +263,122 @@ TEST(CRunnerSchedule, UnwrittenOutputStaysPoisoned) {
   Library lib = Library::compile("#include <stdint.h>\nvoid unused(void* const* b, const int64_t* v) {}\n");
   auto outs = run_schedule(s, lib, {}, {{1, 2}});
   EXPECT_TRUE(std::isnan(outs[0].values[0]) && std::isnan(outs[0].values[1]));
+}
+
+// ---------------------------------------------------------------- guard pages
+
+// out[i] = x[i + READ] * 2, then out[i + WRITE] = out[i + WRITE]: one element outside a buffer
+// when READ or WRITE is not 0.
+constexpr const char* kOffByOne = R"(#include <stdint.h>
+void r_0(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  (void)core; (void)cores;
+  float* o = b[0]; const float* x = b[1];
+  for (int64_t i = 0; i < v[0]; i++) o[i] = x[i + READ] * 2.0f;
+  for (int64_t i = 0; i < v[0]; i++) ((volatile float*)o)[i + WRITE] = ((volatile float*)o)[i];
+}
+)";
+
+schedule::Schedule doubling(Context& ctx) {
+  const UOp* n = ctx.var("n", 1, 64);
+  schedule::Schedule s;
+  s.buffers = {buffer(Buffer::Kind::Input, "x", n, 0), buffer(Buffer::Kind::Output, "out", n, 0)};
+  s.kernels = {{"r_0", scale(ctx, "r_0", n, 2.0), {1, 0}}};
+  s.workspace_bytes = ctx.cint(0);
+  s.vars = {n};
+  return s;
+}
+
+constexpr guard::Side kAfter[] = {guard::Side::After}, kBefore[] = {guard::Side::Before};
+
+TEST(CRunnerGuardPagesDeathTest, OneElementPastTheEndFaultsWithTheGuardAfter) {
+  Context ctx;
+  schedule::Schedule s = doubling(ctx);
+  std::vector<std::vector<double>> in{std::vector<double>(16, 1.5)};
+  Library past = Library::compile(kOffByOne, {"-DREAD=1", "-DWRITE=0"});
+  EXPECT_DEATH(
+      {
+        guard::expect_fault();
+        run_schedule(s, past, {{"n", 16}}, in, kAfter);
+      },
+      "kiln guard pages: SIGSEGV at 0x[0-9a-f]+, 0 bytes past the end of the 64-byte buffer at 0x[0-9a-f]+ "
+      "\\(guard page after its end\\)");
+  // the same read with the guard before the start reads what follows the buffer on its page
+  EXPECT_NO_THROW(run_schedule(s, past, {{"n", 16}}, in, kBefore));
+  Library written = Library::compile(kOffByOne, {"-DREAD=0", "-DWRITE=1"});
+  EXPECT_DEATH(
+      {
+        guard::expect_fault();
+        run_schedule(s, written, {{"n", 16}}, in, kAfter);
+      },
+      "0 bytes past the end of the 64-byte buffer");
+  // in bounds, both ways: the values of the interpreter
+  Library exact = Library::compile(kOffByOne, {"-DREAD=0", "-DWRITE=0"});
+  EXPECT_EQ(run_schedule(s, exact, {{"n", 16}}, in)[0].values, std::vector<double>(16, 3.0));
+}
+
+TEST(CRunnerGuardPagesDeathTest, OneElementBeforeTheStartFaultsWithTheGuardBefore) {
+  Context ctx;
+  schedule::Schedule s = doubling(ctx);
+  std::vector<std::vector<double>> in{std::vector<double>(10, 1.5)};
+  Library before = Library::compile(kOffByOne, {"-DREAD=-1", "-DWRITE=0"});
+  EXPECT_DEATH(
+      {
+        guard::expect_fault();
+        run_schedule(s, before, {{"n", 10}}, in, kBefore);
+      },
+      "4 bytes before the start of the 40-byte buffer at 0x[0-9a-f]+ \\(guard page before its start\\)");
+  EXPECT_NO_THROW(run_schedule(s, before, {{"n", 10}}, in, kAfter));  // the page's bytes before the buffer
+  Library written = Library::compile(kOffByOne, {"-DREAD=0", "-DWRITE=-1"});
+  EXPECT_DEATH(
+      {
+        guard::expect_fault();
+        run_schedule(s, written, {{"n", 10}}, in, kBefore);
+      },
+      "4 bytes before the start of the 40-byte buffer");
+}
+
+// Outputs that depend on where the buffers are (as a read outside them does, where it misses the
+// guard) differ between the sides: the runner says so. Each side's run is counted.
+TEST(CRunnerGuardPages, RunsThatDifferBetweenTheSidesAreAnErrorAndEachRunIsCounted) {
+  Context ctx;
+  schedule::Schedule s = doubling(ctx);
+  Library where = Library::compile(R"(#include <stdint.h>
+void r_0(void* const* b, const int64_t* v, int32_t core, int32_t cores) {
+  (void)core; (void)cores;
+  float* o = b[0];
+  for (int64_t i = 0; i < v[0]; i++) o[i] = (float)((uintptr_t)b[1] % 4096);
+})");
+  std::string e = error_of([&] { run_schedule(s, where, {{"n", 4}}, {{1, 2, 3, 4}}); });
+  EXPECT_NE(e.find("differ between their runs with the guard page after and before the buffers (output out "
+                   "element 0: 4080.000000 vs 0.000000)"),
+            std::string::npos)
+      << e;
+  guard::Counts was = guard::counts();
+  Library exact = Library::compile(kOffByOne, {"-DREAD=0", "-DWRITE=0"});
+  EXPECT_NO_THROW(run_schedule(s, exact, {{"n", 4}}, {{1, 2, 3, 4}}));
+  EXPECT_EQ(guard::counts().after, was.after + 1);
+  EXPECT_EQ(guard::counts().before, was.before + 1);
+  EXPECT_NO_THROW(run_schedule(s, exact, {{"n", 4}}, {{1, 2, 3, 4}}, {}));  // no guard: not counted
+  EXPECT_EQ(guard::counts().after, was.after + 1);
+}
+
+TEST(CRunnerGuardPages, BuffersSitFlushAgainstTheirGuardAndKeepTheirAlignment) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  for (size_t bytes : {size_t(0), size_t(4), size_t(40), size_t(4096), size_t(4100)}) {
+    guard::Pages after(bytes, guard::Side::After, 4), before(bytes, guard::Side::Before, 4);
+    EXPECT_EQ((uintptr_t(after.data()) + bytes) % page, 0u) << bytes;  // the end is the guard's start
+    EXPECT_EQ(uintptr_t(before.data()) % page, 0u) << bytes;           // the start is the guard's end
+    EXPECT_EQ(after.size(), bytes);
+    if (bytes) {
+      EXPECT_EQ(std::to_integer<int>(after.data()[bytes - 1]), 0xA5);  // poisoned
+    }
+  }
+  guard::Pages odd(10, guard::Side::After, 8);  // rounded down to its alignment: 6 bytes short of the guard
+  EXPECT_EQ(uintptr_t(odd.data()) % 8, 0u);
+  EXPECT_EQ((uintptr_t(odd.data()) + 10 + 6) % page, 0u);
+  guard::Array<double> xs(std::vector<double>{1, 2, 3}, guard::Side::After);
+  EXPECT_EQ(xs.vector(), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ((uintptr_t(xs.end())) % page, 0u);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "generator/ir/text.h"
 #include "generator/ir/uop.h"
 #include "generator/symbolic/symbolic.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln {
 namespace {
@@ -289,7 +290,7 @@ std::optional<int64_t> evaluate(const UOp* root, const Env& env) {
     } else {
       std::vector<ConstValue> ops;
       for (const UOp* s : u->src()) ops.push_back(val.at(s));
-      std::optional<ConstValue> r = exec_alu(u->op, u->dtype, ops);
+      std::optional<ConstValue> r = ref::alu(u->op, u->dtype, ops);
       if (!r) return std::nullopt;
       val[u] = *r;
     }

@@ -401,7 +401,7 @@ TEST(KernelInterpSchedule, OverlappingLiveIntermediatesAreCaught) {
   std::string e = error_of([&] { run_schedule(plan(0), {}, in); });
   EXPECT_NE(e.find("t0 and t1"), std::string::npos) << e;
   // unchecked, the bad plan runs and t1 overwrites t0: out = 6x
-  auto outs = run_schedule(plan(0), {}, in, RunOptions{.check_workspace_overlap = false});
+  auto outs = run_schedule(plan(0), {}, in, RunOptions{.check_workspace_overlap = false, .guard = std::nullopt});
   EXPECT_EQ(outs[0].values, (std::vector<double>{6, 12, 18, 24, 30, 36, 42, 48}));
   // misaligned and out-of-arena offsets are rejected
   EXPECT_NE(error_of([&] { run_schedule(plan(32), {}, in); }), "");

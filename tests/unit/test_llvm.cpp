@@ -23,6 +23,7 @@
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
 #include "tests/unit/cast_cases.h"
+#include "tests/unit/guard_pages.h"
 #include "tests/unit/kernel_kinds.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
@@ -634,30 +635,32 @@ TEST(LlvmVectorIr, LanewiseNodesRenderAsVectors) {
   EXPECT_NE(ir.find("store <8 x i16>"), std::string::npos) << ir;  // bfloat16 as its bits
   if (!runs_here(t)) GTEST_SKIP() << "this machine does not run AVX-512";
   crun::Library lib = crun::Library::link_object(target::compile_module(t, ir, target::Artifact::Object));
-  float av[16], o[16], og[16];
-  int32_t oi[16];
-  uint16_t ob[16];
-  for (int j = 0; j < 16; ++j) av[j] = float(j % 5) * 0.375f - 0.6f + (j == 3 ? NAN : 0.0f);
-  std::memset(o, 0xff, sizeof o), std::memset(oi, 0xff, sizeof oi), std::memset(ob, 0xff, sizeof ob),
-      std::memset(og, 0xff, sizeof og);
-  void* bufs[5] = {o, av, oi, ob, og};
-  lib.get("vec")(bufs, nullptr, 0, 1);
-  for (int j = 0; j < 16; ++j) {
-    float x = av[j], want = x < 0.5f ? -x : ((x > 0.5f || x != x) ? x : 0.5f);
-    if (std::isnan(want)) {
-      EXPECT_TRUE(std::isnan(o[j])) << j;
-    } else {
-      EXPECT_EQ(o[j], want) << j;
-      EXPECT_EQ(oi[j], int32_t(want * 4)) << j;
+  // every buffer against a guard page after its end, then before its start
+  for (guard::Side side : guard::kSides) {
+    guard::Array<float> av(16, side), o(16, side, -NAN), og(16, side, -NAN);
+    guard::Array<int32_t> oi(16, side, -1);
+    guard::Array<uint16_t> ob(16, side, 0xffff);
+    for (int j = 0; j < 16; ++j) av[j] = float(j % 5) * 0.375f - 0.6f + (j == 3 ? NAN : 0.0f);
+    void* bufs[5] = {o.data(), av.data(), oi.data(), ob.data(), og.data()};
+    lib.get("vec")(bufs, nullptr, 0, 1);
+    guard::count_run(side);
+    for (int j = 0; j < 16; ++j) {
+      float x = av[j], want = x < 0.5f ? -x : ((x > 0.5f || x != x) ? x : 0.5f);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(o[j])) << j;
+      } else {
+        EXPECT_EQ(o[j], want) << j;
+        EXPECT_EQ(oi[j], int32_t(want * 4)) << j;
+      }
+      uint32_t bits;
+      std::memcpy(&bits, &want, 4);
+      uint16_t wb = (bits & 0x7fffffffu) > 0x7f800000u ? uint16_t((bits >> 16) | 0x40u)
+                                                       : uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+      EXPECT_EQ(ob[j], wb) << j;
+      if (j < 13)
+        EXPECT_TRUE(og[j] == av[j] || (std::isnan(og[j]) && std::isnan(av[j]))) << j;
+      else
+        EXPECT_EQ(og[j], 0.0f) << j;  // gated off: zero, and nothing read
     }
-    uint32_t bits;
-    std::memcpy(&bits, &want, 4);
-    uint16_t wb = (bits & 0x7fffffffu) > 0x7f800000u ? uint16_t((bits >> 16) | 0x40u)
-                                                     : uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-    EXPECT_EQ(ob[j], wb) << j;
-    if (j < 13)
-      EXPECT_TRUE(og[j] == av[j] || (std::isnan(og[j]) && std::isnan(av[j]))) << j;
-    else
-      EXPECT_EQ(og[j], 0.0f) << j;  // gated off: zero, and nothing read
   }
 }

@@ -1,12 +1,12 @@
 // Differential property tests of the symbolic simplifier and of the text form.
 //
 // SymbolicFuzz: random weakint/bool expression trees over bounded variables are simplified by
-// sym() and by symbolic(), then both sides are evaluated exactly (toposort + exec_alu) at random
-// points and at every corner of the variables' box. The promises defended: the value never
-// changes, every value lies inside the [vmin, vmax] of its node (original and simplified), and a
-// second pass changes nothing. Failures are counted, shrunk to a minimal expression and printed.
-// Three generators: random trees, index math at the carriers' edges, and sums whose remainder
-// terms reach exactly the divisor or a factor of it (checked at every point of their box).
+// sym() and by symbolic(), then both sides are evaluated exactly (toposort + ref::alu, not the generator's exec_alu) at
+// random points and at every corner of the variables' box. The promises defended: the value never changes, every value
+// lies inside the [vmin, vmax] of its node (original and simplified), and a second pass changes nothing. Failures are
+// counted, shrunk to a minimal expression and printed. Three generators: random trees, index math at the carriers'
+// edges, and sums whose remainder terms reach exactly the divisor or a factor of it (checked at every point of their
+// box).
 //
 // TextFuzz: random graphs of every dtype and arg kind survive print -> parse and
 // print_graph -> parse as the very same interned pointer.
@@ -35,6 +35,7 @@
 #include "generator/ir/verify.h"
 #include "generator/rewrite/rewrite.h"
 #include "generator/symbolic/symbolic.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln {
 namespace {
@@ -140,7 +141,7 @@ class Program {
         else
           ops.push_back(*val[size_t(s)]);
       }
-      if (ok) val[i] = exec_alu(u->op, u->dtype, ops, operand_dtype(u));
+      if (ok) val[i] = ref::alu(u->op, u->dtype, ops, operand_dtype(u));
     }
     return val;
   }

@@ -13,6 +13,7 @@
 
 #include "generator/ir/text.h"
 #include "generator/symbolic/symbolic.h"
+#include "tests/unit/ref_alu.h"
 
 namespace kiln {
 namespace {
@@ -456,7 +457,7 @@ std::optional<int64_t> eval_index(const UOp* root, const std::unordered_map<cons
     if (!is_alu(u->op)) return std::nullopt;
     std::vector<ConstValue> in;
     for (const UOp* s : u->src()) in.push_back(val.at(s));
-    auto r = exec_alu(u->op, u->dtype, in);
+    auto r = ref::alu(u->op, u->dtype, in);
     if (!r) return std::nullopt;
     val[u] = *r;
   }

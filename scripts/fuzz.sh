@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds kiln's libFuzzer targets (the fuzz preset: clang 16, ASan + UBSan) and runs each for a
+# bounded time, or replays each one's checked-in corpus once. Fails on any crash, leak, undefined
+# behaviour, hang (-timeout per input), memory blow-up (-rss_limit_mb) or finding of the target's
+# own (tests/fuzz/fuzz.h), and prints per target:
+#   fuzz <target>: <seconds> s, <executions> executions, 0 crashes
+#
+#   scripts/fuzz.sh                      every target, 20 s each (what CI runs)
+#   scripts/fuzz.sh --seconds 600 spec   the spec front end for 10 minutes
+#   scripts/fuzz.sh --replay             every corpus file once per target (ctest's fuzz_corpus_*)
+#
+# Targets: spec (kiln check), simplify (the IR text parser), manifest (kiln size and gen's
+# manifest readers), tune_db (the tuning database), tune_opts (its opts as kiln gen applies them),
+# explain (explain's dim list). Inputs found in
+# a run are kept in <build dir>/fuzz-work/<target>/corpus (never in the tree); an input that fails
+# is saved in <build dir>/fuzz-work/<target>/ and named in the message: fix the defect, then copy
+# the input into tests/fuzz/corpus/<target>/ (named regress-<what>) so every replay runs it.
+# Environment: KILN_FUZZ_TIMEOUT (seconds per input, 10), KILN_FUZZ_RSS_MB (2048), KILN_FUZZ_JOBS
+# (build jobs, 2).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+seconds=20
+build_dir=build/fuzz
+replay=0
+build=1
+targets=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --replay) replay=1; shift ;;
+    --no-build) build=0; shift ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 1 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+all_targets=(spec simplify manifest tune_db tune_opts explain)
+[[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
+for t in "${targets[@]}"; do
+  [[ -f "tests/fuzz/fuzz_$t.cpp" ]] || { echo "fuzz.sh: no target '$t' (expected one of ${all_targets[*]})" >&2; exit 1; }
+done
+
+if [[ $replay == 0 && $build == 1 ]]; then
+  KILN_EXTRA_PACKAGES="clang-16 libclang-rt-16-dev ${KILN_EXTRA_PACKAGES:-}" source scripts/deps.sh
+  [[ -f "$build_dir/CMakeCache.txt" ]] || cmake --preset fuzz -B "$build_dir" >/dev/null
+  cmake --build "$build_dir" -j "${KILN_FUZZ_JOBS:-2}" --target "${targets[@]/#/kiln_fuzz_}"
+fi
+
+timeout_s="${KILN_FUZZ_TIMEOUT:-10}"
+rss_mb="${KILN_FUZZ_RSS_MB:-2048}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+failed=()
+for t in "${targets[@]}"; do
+  bin="$build_dir/fuzz/kiln_fuzz_$t"
+  [[ -x "$bin" ]] || { echo "fuzz.sh: $bin is not built (cmake --build $build_dir --target kiln_fuzz_$t)" >&2; exit 1; }
+  work="$build_dir/fuzz-work/$t"
+  mkdir -p "$work/corpus"
+  seeds="tests/fuzz/corpus/$t"
+  log="$work/log.txt"
+  dict=()
+  d="tests/fuzz/${t/tune_opts/tune_db}.dict"  # tune_opts reads the database too
+  [[ -f "$d" ]] && dict=("-dict=$d")
+  common=(-timeout="$timeout_s" -rss_limit_mb="$rss_mb" -malloc_limit_mb="$rss_mb" -artifact_prefix="$work/"
+          -print_final_stats=1)
+  rc=0
+  if [[ $replay == 1 ]]; then
+    files=("$seeds"/*)
+    "$bin" "${common[@]}" "${files[@]}" >"$log" 2>&1 || rc=$?
+    runs=$(grep -c '^Executed ' "$log" || true)
+    if [[ $rc -eq 0 && $runs -eq ${#files[@]} ]]; then
+      echo "fuzz $t: replayed $runs inputs of $seeds, 0 crashes"
+      continue
+    fi
+  else
+    "$bin" "${common[@]}" "${dict[@]}" -max_len=8192 -max_total_time="$seconds" "$work/corpus" "$seeds" \
+      >"$log" 2>&1 || rc=$?
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+    took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n1)
+    if [[ $rc -eq 0 && -n "$execs" ]]; then
+      echo "fuzz $t: ${took:-$seconds} s, $execs executions, 0 crashes ($(find "$work/corpus" -type f | wc -l) inputs in $work/corpus)"
+      continue
+    fi
+  fi
+  tail -n 60 "$log"
+  artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n1)
+  echo "fuzz $t: FAILED (exit $rc): 1 crash${artifact:+, the input is $artifact}; the whole log: $log"
+  failed+=("$t")
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz.sh: failed: ${failed[*]}"
+  exit 1
+fi

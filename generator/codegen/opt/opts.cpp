@@ -264,7 +264,8 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   if (tile < 2) return nullptr;
   // a constant length: whole blocks only; a symbolic one (a dim): blocks where it is long, the
   // n % tile steps past the last block in a nest of their own
-  if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() < 2 * tile) return nullptr;
+  // (imax / 2 < tile, not imax < 2 * tile: a tune database's block may be any int64)
+  if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() / 2 < tile) return nullptr;
   Context& ctx = sink->ctx();
   int32_t next_axis = first_free_axis(sink);
   const UOp* idx = st->src(0);

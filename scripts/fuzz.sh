@@ -53,8 +53,11 @@ fi
 
 timeout_s="${KILN_FUZZ_TIMEOUT:-10}"
 rss_mb="${KILN_FUZZ_RSS_MB:-2048}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# LLVM 19's symbolizer: Debian's default llvm-symbolizer (14) names no function in clang 16's DWARF 5
+symbolizer=$(command -v llvm-symbolizer-19 || command -v llvm-symbolizer-16 || command -v llvm-symbolizer || true)
+symbolize="${symbolizer:+:external_symbolizer_path=$symbolizer}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1$symbolize}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1$symbolize}"
 # one target: its line on stdout, and on failure the tail of its log and the input it saved
 run_target() {
   local t="$1" bin="$build_dir/fuzz/kiln_fuzz_$1" work="$build_dir/fuzz-work/$1" seeds="tests/fuzz/corpus/$1"

@@ -230,7 +230,7 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
     }
     // every kernel for every target, as the target's own program (its vector width, its opts),
     // each function under its final name
-    for (size_t si = 0; si < v.sched.kernels.size(); ++si) {
+    for (size_t si = 0; compile_ && si < v.sched.kernels.size(); ++si) {
       const schedule::Kernel& sk = v.sched.kernels[si];
       Compiled c;
       c.symbol = std::string(sk.ast->arg<Name>().s);

@@ -119,6 +119,7 @@ class Generator {
   const std::vector<SpecFile>& files() const { return files_; }
   const std::vector<KernelInfo>& kernels() const { return kernels_; }
   const std::vector<const Target*>& targets() const { return targets_; }
+  // which variant a call takes: the variants' guards, nothing compiled
   std::string explain_call(const std::string& kernel, const std::map<std::string, int64_t>& given, uint32_t features,
                            bool* ok);
 
@@ -195,6 +196,7 @@ class Generator {
   std::vector<const Target*> targets_;  // best first
   std::vector<SpecFile> files_;
   std::vector<KernelInfo> kernels_;  // in spec order
+  bool compile_ = true;              // the variants' kernels too (explain needs only their guards)
   // each object's functions, measured (by spec and target index): the library manifest's sizes
   std::map<std::pair<size_t, size_t>, std::map<std::string, target::FunctionSize>> sizes_;
 };

@@ -81,6 +81,7 @@ GenResult Generator::run() {
 std::string Generator::explain_call(const std::string& kernel, const std::map<std::string, int64_t>& given,
                                     uint32_t features, bool* ok) {
   *ok = false;
+  compile_ = false;
   std::string err;
   if (!check_options(err)) return err;
   for (const std::string& path : o_.specs)

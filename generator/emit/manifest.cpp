@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -39,6 +40,14 @@ static std::string add_sizes(json& j, const Sizes* measured, const std::vector<s
   j["code_bytes"] = code;
   j["data_bytes"] = target::data_bytes(data);
   return "";
+}
+
+// A kernel's line or column as a part manifest holds it: an int of 0 or more (nlohmann's get<int>()
+// of 1e300 is undefined behaviour, of 2^40 another number)
+static int position(const json& j) {
+  if (!j.is_number_unsigned() || j.get<uint64_t>() > uint64_t(std::numeric_limits<int>::max()))
+    throw std::runtime_error("expected a line or column, got " + j.dump());
+  return int(j.get<uint64_t>());
 }
 
 // Emit::Library: where spec fi's object for target ti is, and the run that writes it
@@ -219,8 +228,8 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
       for (const json& f : p.at("files")) files.push_back(f);
       for (const json& k : p.at("kernels")) {
         std::string name = k.at("name"), at = k.at("spec").get<std::string>() + ":" +
-                                              std::to_string(k.at("line").get<int>()) + ":" +
-                                              std::to_string(k.at("column").get<int>());
+                                              std::to_string(position(k.at("line"))) + ":" +
+                                              std::to_string(position(k.at("column")));
         if (auto it = where.find(name); it != where.end()) {
           err = "kiln: error: kernel '" + name + "' is defined at " + it->second + " and at " + at +
                 " (one library, one namespace)\n";
@@ -229,7 +238,7 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
         where[name] = at;
       }
       ps.push_back(std::move(p));
-    } catch (const json::exception& e) {
+    } catch (const std::exception& e) {  // json's, and position()'s
       err = "kiln: error: " + what + " is not a kiln part manifest (" + e.what() + ")\n";
       return false;
     }

@@ -17,6 +17,14 @@ std::string bytes_text(uint64_t code, uint64_t data) {
   return num(code + data) + " bytes (code " + num(code) + ", data " + num(data) + ")";
 }
 
+// A byte count as a manifest holds it: an integer in 0..2^48, which no kernel comes near and whose
+// sums cannot wrap (nlohmann's get<uint64_t>() of -5 wraps, of 1e300 is undefined behaviour)
+uint64_t byte_count(const json& j) {
+  if (!j.is_number_unsigned() || j.get<uint64_t>() > (uint64_t(1) << 48))
+    throw std::runtime_error("expected a byte count, got " + j.dump());
+  return j.get<uint64_t>();
+}
+
 }  // namespace
 
 bool size_report(const std::string& manifest, const std::string& name,
@@ -35,8 +43,8 @@ bool size_report(const std::string& manifest, const std::string& name,
       // a spec's manifest has no sizes: unknown
       if (!files && !t.value("code_bytes", json()).is_null()) {  // the manifest's totals count a shared constant once
         ts.state = State::Known;
-        ts.code = t.at("code_bytes").get<uint64_t>();
-        ts.data = t.at("data_bytes").get<uint64_t>();
+        ts.code = byte_count(t.at("code_bytes"));
+        ts.data = byte_count(t.at("data_bytes"));
       }
       out.targets.push_back(ts);
     }
@@ -60,8 +68,8 @@ bool size_report(const std::string& manifest, const std::string& name,
           vs.data = target::data_bytes(vs.constants);
         } else if (!v.value("code_bytes", json()).is_null()) {
           vs.state = State::Known;
-          vs.code = v.at("code_bytes").get<uint64_t>();
-          vs.data = v.at("data_bytes").get<uint64_t>();
+          vs.code = byte_count(v.at("code_bytes"));
+          vs.data = byte_count(v.at("data_bytes"));
         }
         TargetSize& ts = out.targets[ti->second];
         if (vs.state != State::NotLinked) ++ts.variants;

@@ -124,16 +124,11 @@ struct ScheduledKernel {
 };
 }  // namespace
 
-// Parses, checks, lowers and schedules one spec file into `out`. Diagnostics go to stderr;
-// returns false if there were any.
-static bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out,
-                          std::vector<const kiln::UOp*>* dims = nullptr) {
-  kiln::frontend::InputFile in = kiln::frontend::read_input_file(path);
-  if (!in.ok()) {
-    std::cerr << in.error;
-    return false;
-  }
-  kiln::frontend::SourceFile source(path, std::move(in.text));
+// Parses, checks, lowers and schedules one spec's text (`path` names it in the diagnostics) into
+// `out`. Diagnostics go to stderr; returns false if there were any.
+static bool schedule_source(const std::string& path, std::string text, kiln::Context& ctx,
+                            std::vector<ScheduledKernel>& out, std::vector<const kiln::UOp*>* dims = nullptr) {
+  kiln::frontend::SourceFile source(path, std::move(text));
   kiln::frontend::ParseResult parsed = kiln::frontend::parse_spec(source);
   std::vector<kiln::frontend::Diagnostic> errors = std::move(parsed.diagnostics);
   // Checking a spec with syntax errors would report what the parser had to drop.
@@ -161,6 +156,17 @@ static bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vect
   for (auto& d : done) out.push_back(std::move(d));
   if (dims) *dims = lowered.dims;
   return true;
+}
+
+// schedule_source() of a spec file
+static bool schedule_spec(const std::string& path, kiln::Context& ctx, std::vector<ScheduledKernel>& out,
+                          std::vector<const kiln::UOp*>* dims = nullptr) {
+  kiln::frontend::InputFile in = kiln::frontend::read_input_file(path);
+  if (!in.ok()) {
+    std::cerr << in.error;
+    return false;
+  }
+  return schedule_source(path, std::move(in.text), ctx, out, dims);
 }
 
 // `kiln check`: all errors of all files to stderr, one line per kernel of a good spec to stdout.
@@ -193,18 +199,22 @@ static void prove_bounds(const std::vector<ScheduledKernel>& kernels, int64_t& p
       }
 }
 
+bool check_source(const std::string& path, std::string text, bool prove, int64_t& proven, int64_t& unproven) {
+  kiln::Context ctx;
+  std::vector<ScheduledKernel> kernels;
+  if (!schedule_source(path, std::move(text), ctx, kernels)) return false;
+  for (const auto& k : kernels) std::cout << k.name << ": " << k.schedule.kernels.size() << " kernels\n";
+  if (prove) prove_bounds(kernels, proven, unproven);
+  return true;
+}
+
 int run_check(const std::vector<std::string>& paths, bool prove) {
   int rc = 0;
   int64_t proven = 0, unproven = 0;
   for (const auto& path : paths) {
-    kiln::Context ctx;
-    std::vector<ScheduledKernel> kernels;
-    if (!schedule_spec(path, ctx, kernels)) {
-      rc = 1;
-      continue;
-    }
-    for (const auto& k : kernels) std::cout << k.name << ": " << k.schedule.kernels.size() << " kernels\n";
-    if (prove) prove_bounds(kernels, proven, unproven);
+    kiln::frontend::InputFile in = kiln::frontend::read_input_file(path);
+    if (!in.ok()) std::cerr << in.error;
+    if (!in.ok() || !check_source(path, std::move(in.text), prove, proven, unproven)) rc = 1;
   }
   if (prove) {
     if (unproven == 0)

@@ -17,6 +17,9 @@ namespace kiln::cli {
 int run_simplify(std::istream& in, const std::string& source, bool stats);
 // kiln check
 int run_check(const std::vector<std::string>& paths, bool prove_bounds = false);
+// kiln check of one spec's text (`path` names it in the diagnostics): a line per kernel on stdout and
+// true, or the diagnostics on stderr and false; with prove_bounds the proofs too, counted
+bool check_source(const std::string& path, std::string text, bool prove_bounds, int64_t& proven, int64_t& unproven);
 
 struct CodegenTarget {
   const kiln::target::Target* target = nullptr;   // an object target; null: C

@@ -223,6 +223,20 @@ TEST(CodegenOpts, LongReductionsAreTiled) {
   EXPECT_LT(zero, blocks) << c;
 }
 
+// found by the tune_opts fuzz target: a tune database's block=6148914691236517229 made 2 * block, a
+// signed overflow, in the check of a symbolic length
+TEST(CodegenOpts, ABlockPastHalfOfInt64TilesNothing) {
+  Context ctx;
+  const UOp* k = ctx.var("K", 1, 700);
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {16, k}), b = Tensor::input(ctx, "b", dtypes::float32, {k, 64});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  EXPECT_EQ(codegen::tile_reduction(s.kernels[0].ast, 6148914691236517229), nullptr);
+  EXPECT_EQ(codegen::tile_reduction(s.kernels[0].ast, std::numeric_limits<int64_t>::max()), nullptr);
+  EXPECT_EQ(codegen::tile_reduction(s.kernels[0].ast, 351), nullptr);  // 700 steps are not two blocks of 351
+  EXPECT_NE(codegen::tile_reduction(s.kernels[0].ast, 350), nullptr);  // they are two of 350
+}
+
 // A matmul of symbolic M, N, K through the heuristics of each x86 target's C: the tile over the
 // largest multiples of its rows and columns, cleanup nests for the rest, K in blocks of 64 and
 // its last K % 64 steps on their own. Exact against the oracle on poisoned outputs at shapes

@@ -405,6 +405,17 @@ TEST_F(GenTest, SplitRunsWriteTheSameBytesAsOneRun) {
   EXPECT_EQ(twin,
             "kiln: error: kernel 'gemm' is defined at my-net.kiln:4:8 and at twin.kiln:4:8 (one library, one "
             "namespace)\n");
+  // a line no int holds (found by the manifest fuzz target: get<int>() of 1e300 was undefined behaviour)
+  for (const char* line : {"1e300", "-1", "4294967296"}) {
+    std::string far = renamed;
+    far.replace(far.find("\"line\": 4"), std::string("\"line\": 4").size(), std::string("\"line\": ") + line);
+    std::ofstream(dir + "/lib_twin.manifest.json") << far;
+    twin = emit::generate(opts("lib", targets, {a, dir + "/twin.kiln"}, emit::Emit::Library, dir)).errors;
+    EXPECT_EQ(twin.find("kiln: error: lib_twin.manifest.json is not a kiln part manifest (expected a line or column, "
+                        "got "),
+              0u)
+        << twin;
+  }
   std::string other = emit::generate(opts("lib", {"cpu"}, {a}, emit::Emit::Library, dir)).errors;
   EXPECT_EQ(other,
             "kiln: error: lib_my_net.manifest.json was written for other targets: write it again with these "

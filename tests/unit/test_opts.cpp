@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -250,6 +251,44 @@ TEST_F(OptsTest, PadtoRefusals) {
   ASSERT_NE(threads, nullptr);
   EXPECT_EQ(codegen::apply_opt(threads, {Kind::Padto, 0, 8}, &why), nullptr);
   EXPECT_NE(why.find("thread range"), std::string::npos) << why;
+}
+
+// found by the tune_opts fuzz target (tests/fuzz): a tune database is input, and its amounts any int64
+TEST_F(OptsTest, PadtoPastInt64IsRefused) {
+  Tensor x = input("x", {700});
+  schedule::Schedule s = schedule_of({x * 2});
+  std::string why;
+  // (700 + 2^63 - 2) / (2^63 - 1) * (2^63 - 1) was a signed overflow
+  EXPECT_EQ(codegen::apply_opt(s.kernels[0].ast, {Kind::Padto, 0, std::numeric_limits<int64_t>::max()}, &why), nullptr);
+  EXPECT_EQ(why,
+            "PADTO(0, 9223372036854775807): the end of axis 0 padded to a multiple of 9223372036854775807 does "
+            "not fit an int64");
+  const int64_t largest = std::numeric_limits<int64_t>::max() - 699;  // 700 + largest - 1 is the int64 maximum
+  const UOp* padded = codegen::apply_opt(s.kernels[0].ast, {Kind::Padto, 0, largest}, &why);
+  ASSERT_NE(padded, nullptr) << why;
+  EXPECT_EQ(range_ends(padded).at(0), largest);
+}
+
+// found by the tune_opts fuzz target: UPCAST(0,65536) of a loop of 2^20 did not finish compiling
+TEST_F(OptsTest, ExpansionPastTheCapIsRefused) {
+  Tensor x = input("x", {1 << 20});
+  schedule::Schedule s = schedule_of({x * 2});
+  const UOp* k = s.kernels[0].ast;
+  std::string why;
+  EXPECT_EQ(codegen::apply_opt(k, {Kind::Upcast, 0, 65536}, &why), nullptr);
+  EXPECT_EQ(why,
+            "UPCAST(0, 65536): the loop nest's upcasts, unrolls and lanes would make more than 4096 copies of "
+            "its body");
+  // the copies multiply across opts: 16 * 16 * 16 is the cap, once more is past it
+  for (int i = 0; i < 3; ++i) {
+    k = codegen::apply_opt(k, {Kind::Upcast, 0, 16}, &why);
+    ASSERT_NE(k, nullptr) << why;
+  }
+  EXPECT_EQ(codegen::apply_opt(k, {Kind::Upcast, 0, 2}, &why), nullptr);
+  EXPECT_NE(why.find("more than 4096 copies"), std::string::npos) << why;
+  EXPECT_EQ(codegen::apply_opt(k, {Kind::Lane, 0, 2}, &why), nullptr);
+  // 1024 copies, the most an entry of tests/gen/dispatch.tunedb makes, apply
+  EXPECT_NE(codegen::apply_opt(s.kernels[0].ast, {Kind::Lane, 0, 1024}, &why), nullptr) << why;
 }
 
 TEST_F(OptsTest, PaddedKernelsTakeTheHeuristicsToo) {

@@ -300,6 +300,20 @@ TEST_F(SizeTest, TheReportIsPerVariantWithTotalsAndTheBudgetNamesTheLargest) {
     EXPECT_FALSE(emit::size_report(bad, "m.json", nullptr, rep, err)) << bad;
     EXPECT_EQ(err.rfind("kiln: error: m.json is not a kiln manifest with sizes (", 0), 0u) << err;
   }
+  // byte counts that are not (found by the manifest fuzz target: get<uint64_t>() of 1e300 was undefined
+  // behaviour, of -5 a wrapped count)
+  const std::string field = "\"code_bytes\": ";
+  size_t at = manifest.find(field) + field.size();
+  ASSERT_NE(at, std::string::npos + field.size());
+  for (const char* count : {"1e300", "-5", "1.5", "281474976710657", "\"12\""}) {
+    std::string bad = manifest;
+    bad.replace(at, bad.find_first_of(",\n", at) - at, count);
+    EXPECT_FALSE(emit::size_report(bad, "m.json", nullptr, rep, err)) << count;
+    EXPECT_EQ(
+        err.rfind(std::string("kiln: error: m.json is not a kiln manifest with sizes (expected a byte count, got "), 0),
+        0u)
+        << err;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "generator/codegen/passes.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -72,10 +73,37 @@ bool lists(const UOp* u, const UOp* r) {
   return std::find(rs.begin(), rs.end(), r) != rs.end();
 }
 
+// The most copies of a loop nest's body its upcasts, unrolls and lanes may make: 4x what the
+// heuristics and kiln tune choose (1024). A tune database is input, and UPCAST(0,65536) of a loop
+// of 2^20 would not finish compiling.
+constexpr int64_t kMaxExpansion = 4096;
+
+// The copies the nest of `r` already makes (each nest of a SINK its own; at least 1, saturated)
+int64_t expansion(const UOp* sink, const UOp* r) {
+  int64_t most = 1;
+  for (const UOp* root : sink->src()) {
+    std::vector<const UOp*> topo = toposort(root);
+    if (std::find(topo.begin(), topo.end(), r) == topo.end()) continue;
+    int64_t n = 1;
+    for (const UOp* u : topo) {
+      if (u->op != Op::RANGE || u->src(0)->op != Op::CONST) continue;
+      AxisType t = u->arg<RangeArg>().type;
+      if (t != AxisType::Upcast && t != AxisType::Unroll && t != AxisType::Lane) continue;
+      if (__builtin_mul_overflow(n, std::max<int64_t>(u->src(0)->ival(), 1), &n)) n = kMaxExpansion + 1;
+      n = std::min(n, kMaxExpansion + 1);
+    }
+    most = std::max(most, n);
+  }
+  return most;
+}
+
 const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   const UOp* r = find_range(sink, opt.axis);
   if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
   if (opt.amount < 2) return refuse(why, opt.str() + ": the amount must be at least 2");
+  if (opt.amount > kMaxExpansion / expansion(sink, r))
+    return refuse(why, opt.str() + ": the loop nest's upcasts, unrolls and lanes would make more than " +
+                           std::to_string(kMaxExpansion) + " copies of its body");
   // the end must be a multiple of the amount: a constant, or a dim declared as a multiple
   const UOp* outer_end = r->src(0)->divides(opt.amount);
   if (!outer_end)
@@ -132,6 +160,10 @@ const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
   if (opt.amount < 1) return refuse(why, opt.str() + ": the amount must be at least 1");
   const UOp* n = r->src(0);
   if (n->divides(opt.amount)) return sink;  // already a multiple: nothing to pad
+  // a tune database is input: PADTO(0,9223372036854775807) would round the end past int64
+  if (opt.amount - 1 > std::numeric_limits<int64_t>::max() - n->imax())
+    return refuse(why, opt.str() + ": the end of " + axis_str(opt.axis) + " padded to a multiple of " +
+                           std::to_string(opt.amount) + " does not fit an int64");
   Context& ctx = sink->ctx();
   const UOp* padded_end = n->op == Op::CONST
                               ? ctx.cint((n->ival() + opt.amount - 1) / opt.amount * opt.amount, n->dtype)
@@ -242,7 +274,8 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   if (tile < 2) return nullptr;
   // a constant length: whole blocks only; a symbolic one (a dim): blocks where it is long, the
   // n % tile steps past the last block in a nest of their own
-  if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() < 2 * tile) return nullptr;
+  // (imax / 2 < tile, not imax < 2 * tile: a tune database's block may be any int64)
+  if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() / 2 < tile) return nullptr;
   Context& ctx = sink->ctx();
   int32_t next_axis = first_free_axis(sink);
   const UOp* idx = st->src(0);

@@ -28,7 +28,8 @@ struct PipelineOptions {
   bool optimize = true;  // apply the CPU heuristics' opts (off: the kernel's loops as scheduled)
   std::vector<std::string>* applied_opts = nullptr;  // where given: the opts the heuristics chose ("LANES(1, 64)")
   // an access not proven inside its buffer (bounds.h) is an InternalError; off: it is only listed in
-  // CKernel::bounds, for the caller to count or report (kiln check --prove-bounds, the tests)
+  // CKernel::bounds, for the caller to report (kiln gen and codegen warn: the prover does not know
+  // every index form yet, and a valid spec must not be refused for that)
   bool require_proven_bounds = true;
   // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice
   std::optional<TunedOpts> tuned;

@@ -241,6 +241,7 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         codegen::PipelineOptions po;
         po.target = t;
         po.applied_opts = &code.opts;
+        po.require_proven_bounds = false;  // reported below
         if (!tune_db_.empty()) po.tuned = tuned_opts(label, hash, *t, v.tag);
         codegen::CKernel ck;
         try {
@@ -259,6 +260,13 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
               frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' (" + v.tag + "): " + e.what()));
           return false;
         }
+        for (const codegen::AccessProof& a : ck.bounds)
+          if (a.how == codegen::AccessProof::How::Unproven)
+            warnings_ += f.path + ": warning: kernel '" + label + "' (" + v.tag + ", " + t->name + "): the " +
+                         (a.store ? "store to" : "load from") + " buffer " + a.buffer + " at index " + a.index +
+                         ", found in " + a.found + ", is not proven inside its " + a.size +
+                         " elements (kiln's bounds prover does not know this index form yet; the kernel is emitted " +
+                         "as compiled: please report the spec)\n";
         code.source = std::move(ck.source);
         code.parallel = ck.parallel;
         code.linear = std::move(ck.linear);

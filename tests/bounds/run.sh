@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Every load and store kiln emits for the shipped specs is proven inside its buffer. `kiln check
 # --prove-bounds` proves each spec's kernels (its generic schedule) for every target and prints the
-# count; `kiln gen --emit spec` compiles every variant (each bucket) for every target, and fails
-# on an access it cannot prove. Usage: run.sh KILN REPO_ROOT
+# count; `kiln gen --emit spec` compiles every variant (each bucket) for every target, and warns
+# about an access it cannot prove (a failure here). The GPU targets (whose library output kiln gen
+# does not build yet) and the fuzzers' corpora (invalid specs among them) are left out.
+# Usage: run.sh KILN REPO_ROOT
 set -u
 kiln=$1
 root=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mapfile -t specs < <(cd "$root" && find bench kernels tests examples -name '*.kiln' ! -name 'bad*' 2>/dev/null | sort)
+mapfile -t specs < <(cd "$root" && find bench kernels tests examples -path tests/fuzz -prune -o -name '*.kiln' ! -name 'bad*' -print 2>/dev/null |
+  sort)
 if ((${#specs[@]} < 10)); then
   echo "FAIL: only ${#specs[@]} specs found under $root"
   exit 1
 fi
-targets=$("$kiln" targets | awk 'NR > 1 && $1 != "" { print $1 }' | paste -sd, -)
+targets=$("$kiln" targets | awk 'NR > 1 && $1 != "" && $3 != "opencl" { print $1 }' | paste -sd, -)
 rc=0
 proven=0
 unproven=0
@@ -21,7 +24,7 @@ gated=0
 for spec in "${specs[@]}"; do
   "$kiln" check --prove-bounds "$root/$spec" >"$tmp/out" 2>"$tmp/err"
   code=$?
-  p=$(grep -c ': proved by ranges' "$tmp/out")
+  p=$(grep -c ': proved by ' "$tmp/out")
   u=$(grep -c ': UNPROVEN' "$tmp/out")
   proven=$((proven + p))
   unproven=$((unproven + u))
@@ -32,7 +35,8 @@ for spec in "${specs[@]}"; do
     head -c 2000 "$tmp/err"
     rc=1
   fi
-  if ! "$kiln" gen --emit spec --name b --out "$tmp/gen" --target "$targets" "$root/$spec" >/dev/null 2>"$tmp/err"; then
+  if ! "$kiln" gen --emit spec --name b --out "$tmp/gen" --target "$targets" "$root/$spec" >/dev/null 2>"$tmp/err" ||
+    grep -q 'is not proven' "$tmp/err"; then
     echo "FAIL: kiln gen $spec (every variant, targets $targets):"
     head -c 2000 "$tmp/err"
     rc=1

@@ -2,8 +2,11 @@
 // generator of random tensor programs (op chains over random shapes, dtypes and symbolic dims).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,25 @@ inline double tolerance(DType d) {
   if (d == dtypes::bfloat16) return 6e-2;
   if (d == dtypes::float32) return 2e-4;
   return 1e-9;
+}
+
+// "" where output `i`, `got`, matches the oracle's `want` (NaN where NaN, an infinity exactly, else
+// within `tol` relative to max(1, |want|)), else where and how it first differs.
+inline std::string compare_output(size_t i, const std::vector<double>& got, const std::vector<double>& want,
+                                  double tol) {
+  if (got.size() != want.size()) return "output " + std::to_string(i) + ": size differs";
+  for (size_t j = 0; j < want.size(); ++j) {
+    double g = got[j], w = want[j];
+    bool same = std::isnan(w)   ? std::isnan(g)
+                : std::isinf(w) ? g == w
+                                : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
+    if (!same) {
+      std::ostringstream os;
+      os << "output " << i << " at " << j << ": got " << g << ", want " << w;
+      return os.str();
+    }
+  }
+  return "";
 }
 
 // Random inputs, never zero: floats in +-[0.1, 2], ints in +-[1, 9], bools both ways.

@@ -115,19 +115,8 @@ std::string compare(const Program& p, const Compiled& c, const oclrun::Program& 
   kernels_run += int64_t(p.sched.kernels.size());
   for (size_t i = 0; i < p.outs.size(); ++i) {
     std::vector<double> want = oracle::evaluate(p.outs[i].uop(), b).doubles();
-    if (got[i].values.size() != want.size()) return "output " + std::to_string(i) + ": size differs";
-    double tol = tolerance(got[i].dtype);
-    for (size_t j = 0; j < want.size(); ++j) {
-      double g = got[i].values[j], w = want[j];
-      bool same = std::isnan(w)   ? std::isnan(g)
-                  : std::isinf(w) ? g == w
-                                  : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
-      if (!same) {
-        std::ostringstream os;
-        os << "output " << i << " at " << j << ": got " << g << ", want " << w;
-        return os.str();
-      }
-    }
+    std::string d = compare_output(i, got[i].values, want, tolerance(got[i].dtype));
+    if (!d.empty()) return d;
   }
   return "";
 }

@@ -176,19 +176,8 @@ double tolerance_of(const Tensor& out) {
 std::string differ(const std::vector<interp::Output>& got, const std::vector<std::vector<double>>& want,
                    const std::vector<double>& tols) {
   for (size_t i = 0; i < want.size(); ++i) {
-    if (got[i].values.size() != want[i].size()) return "output " + std::to_string(i) + ": size differs";
-    double tol = tols[i];
-    for (size_t j = 0; j < want[i].size(); ++j) {
-      double g = got[i].values[j], w = want[i][j];
-      bool same = std::isnan(w)   ? std::isnan(g)
-                  : std::isinf(w) ? g == w
-                                  : std::abs(g - w) <= tol * std::max(1.0, std::abs(w));
-      if (!same) {
-        std::ostringstream os;
-        os << "output " << i << " at " << j << ": got " << g << ", want " << w;
-        return os.str();
-      }
-    }
+    std::string d = compare_output(i, got[i].values, want[i], tols[i]);
+    if (!d.empty()) return d;
   }
   return "";
 }

@@ -166,7 +166,7 @@ const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
                            std::to_string(opt.amount) + " does not fit an int64");
   Context& ctx = sink->ctx();
   const UOp* padded_end = n->op == Op::CONST
-                              ? ctx.cint((n->ival() + opt.amount - 1) / opt.amount * opt.amount, n->dtype)
+                              ? ctx.cint((n->ival() + (opt.amount - 1)) / opt.amount * opt.amount, n->dtype)
                               : simplify((Expr(n) + (opt.amount - 1)) / opt.amount * opt.amount);
   std::vector<const UOp*> topo = toposort(sink);
   // what a padded iteration changes: the range and what is computed from it, except a reduction

@@ -89,30 +89,30 @@ class Translator {
         if (exact_int(u)) return s(0) + s(1);
         break;
       case Op::SUB:
-        if (!b && exact_int(u)) return s(0) - s(1);
+        if (exact_int(u)) return s(0) - s(1);
         break;
       case Op::MUL:
         if (b) return s(0) && s(1);
         if (exact_int(u)) return s(0) * s(1);
         break;
       case Op::NEG:
-        if (!b && exact_int(u)) return -s(0);
+        if (exact_int(u)) return -s(0);
         break;
       case Op::MAX:
         if (b) return s(0) || s(1);
         if (signed_int(u->dtype)) return z3::ite(s(0) >= s(1), s(0), s(1));
         break;
       case Op::FLOORDIV:
-        if (!b && exact_int(u)) return floordiv(s(0), s(1));
+        if (exact_int(u)) return floordiv(s(0), s(1));
         break;
       case Op::FLOORMOD:
-        if (!b && exact_int(u)) return s(0) - floordiv(s(0), s(1)) * s(1);
+        if (exact_int(u)) return s(0) - floordiv(s(0), s(1)) * s(1);
         break;
       case Op::CDIV:
-        if (!b && exact_int(u)) return cdiv(s(0), s(1));
+        if (exact_int(u)) return cdiv(s(0), s(1));
         break;
       case Op::CMOD:
-        if (!b && exact_int(u)) return s(0) - cdiv(s(0), s(1)) * s(1);
+        if (exact_int(u)) return s(0) - cdiv(s(0), s(1)) * s(1);
         break;
       case Op::AND:
         if (b) return s(0) && s(1);

@@ -40,6 +40,12 @@ void check_depth(std::span<const Tensor> outputs) {
 struct Index {
   std::vector<const UOp*> idx;
   const UOp* valid;
+  // where a reshape of symbolic sizes made idx from one row-major position: that position and the
+  // shape it is row-major in. A buffer of that shape is read at it directly, where recombining idx
+  // ((p / (M*256))*(M*256) + ((p / 256) % M)*256 + p % 256) would be the same value in a form that
+  // neither the simplifier nor the bounds prover folds back to p.
+  const UOp* flat = nullptr;
+  std::vector<const UOp*> flat_shape = {};
 };
 
 // Thrown while building a kernel when a node must become a buffer first; the build restarts.
@@ -243,10 +249,13 @@ class Scheduler {
   }
 
   const UOp* flat_index(const Shape& shape, const Index& at) {
-    std::vector<const UOp*> st = strides_of(ctx_, shape);
-    const UOp* lin = ctx_.cint(0);
-    for (size_t i = 0; i < shape.size(); ++i) lin = Expr(lin) + Expr(at.idx[i]) * Expr(st[i]);
-    lin = simp(lin);
+    const UOp* lin = at.flat;
+    if (!lin || at.flat_shape != shape) {
+      std::vector<const UOp*> st = strides_of(ctx_, shape);
+      lin = ctx_.cint(0);
+      for (size_t i = 0; i < shape.size(); ++i) lin = Expr(lin) + Expr(at.idx[i]) * Expr(st[i]);
+      lin = simp(lin);
+    }
     if (at.valid->op == Op::CONST && at.valid->cval().i == 1) return lin;
     return ctx_.make(Op::WHERE, dtypes::weakint, {at.valid, lin, ctx_.invalid()});
   }
@@ -311,7 +320,8 @@ class Scheduler {
     Index src{std::vector<const UOp*>(in.size()), at.valid};
     switch (u->op) {
       case Op::RESHAPE:
-        src.idx = reshape_index(out, in, at.idx);
+        src.idx = reshape_index(out, in, at.idx, &src.flat);
+        if (src.flat) src.flat_shape = in;
         break;
       case Op::EXPAND:
         for (size_t i = 0; i < in.size(); ++i) src.idx[i] = dim_is(in[i], 1) ? ctx_.cint(0) : at.idx[i];
@@ -359,7 +369,9 @@ class Scheduler {
     return x;
   }
 
-  std::vector<const UOp*> reshape_index(const Shape& out, const Shape& in, const std::vector<const UOp*>& idx) {
+  // `flat`: set to the row-major position in `in` where the index is computed from one
+  std::vector<const UOp*> reshape_index(const Shape& out, const Shape& in, const std::vector<const UOp*>& idx,
+                                        const UOp** flat) {
     std::vector<const UOp*> r;
     if (same_without_ones(out, in)) {
       std::vector<const UOp*> kept;
@@ -374,6 +386,7 @@ class Scheduler {
     const UOp* lin = ctx_.cint(0);
     for (size_t i = 0; i < out.size(); ++i) lin = Expr(lin) + Expr(idx[i]) * Expr(ost[i]);
     lin = simp(lin);
+    *flat = lin;
     for (size_t i = 0; i < in.size(); ++i) {
       if (dim_is(in[i], 1)) {
         r.push_back(ctx_.cint(0));
@@ -433,6 +446,7 @@ class Scheduler {
     const UOp* x = u->src(0);
     const Shape& in = shapes_.shape_of(x);
     Index src = at;
+    src.flat = nullptr;  // the reduce's ranges replace some of idx
     std::vector<const UOp*> ranges;
     for (int64_t a : const_args(u->src(1))) {
       if (dim_is(in[size_t(a)], 1)) continue;

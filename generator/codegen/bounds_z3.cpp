@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "generator/codegen/bounds_poly.h"
@@ -19,7 +20,8 @@
 namespace kiln::codegen::bounds_detail {
 namespace {
 
-constexpr unsigned kResourceLimit = 2'000'000;  // Z3's rlimit units: well under a second here
+constexpr unsigned kResourceLimit = 2'000'000;  // Z3's rlimit units: about 2.4 s on a Xeon core
+constexpr int64_t kCaseSplit = 64;              // the most values of one dim the solver tries one by one
 
 class Translator {
  public:
@@ -38,6 +40,11 @@ class Translator {
     return e;
   }
   const std::vector<z3::expr>& facts() const { return facts_; }
+  struct Dim {
+    z3::expr v;
+    int64_t lo, hi;  // its declared range
+  };
+  const std::vector<Dim>& dims() const { return dims_; }
 
  private:
   std::string name(char kind) { return kind + std::to_string(names_++); }
@@ -69,10 +76,15 @@ class Translator {
       return fresh(u);
     }
     if (u->op == Op::DEFINE_VAR) {
-      z3::expr v = c_.int_const(name('v').c_str());
-      if (u->arg<VarArg>().name == kCoreVar) core_ = v;
-      if (u->arg<VarArg>().name == kCoresVar) cores_ = v;
-      if (core_ && cores_) facts_.push_back(*core_ < *cores_);  // the runtime calls core 0 .. cores - 1
+      // one constant per name: the same dim in another dtype is the same value
+      std::string_view n = u->arg<VarArg>().name;
+      z3::expr v = c_.int_const(("v_" + std::string(n)).c_str());
+      if (!seen_.insert(std::string(n)).second) return v;
+      if (n == kCoreVar) core_ = v;
+      if (n == kCoresVar) cores_ = v;
+      if (n != kCoreVar && n != kCoresVar) dims_.push_back({v, u->imin(), u->imax()});
+      if (n == kCoreVar || n == kCoresVar)
+        if (core_ && cores_) facts_.push_back(*core_ < *cores_);  // the runtime calls core 0 .. cores - 1
       return v;
     }
     if (u->op == Op::RANGE || u->op == Op::SPECIAL) {
@@ -155,25 +167,51 @@ class Translator {
   std::unordered_map<const UOp*, z3::expr> memo_;
   std::vector<z3::expr> facts_;
   std::optional<z3::expr> core_, cores_;
+  std::vector<Dim> dims_;
+  std::unordered_set<std::string> seen_;  // the vars' names
   int names_ = 0;
 };
 
 }  // namespace
 
+z3::check_result check(z3::context& c, const std::vector<z3::expr>& query, unsigned rlimit) {
+  z3::solver s(c);
+  z3::params p(c);
+  p.set("rlimit", rlimit);
+  s.set(p);
+  for (const z3::expr& e : query) s.add(e);
+  return s.check();
+}
+
 bool solver_proves(const UOp* addr, const UOp* gate, const UOp* size, int per, int lanes) {
   try {
     z3::context c;
-    z3::solver s(c);
-    z3::params p(c);
-    p.set("rlimit", kResourceLimit);
-    s.set(p);
     Translator t(c);
     z3::expr i = t.term(addr), n = t.term(size) * per;
-    z3::expr outside = i < 0 || i + (lanes - 1) >= n;
-    if (gate) s.add(t.term(gate));
-    for (const z3::expr& f : t.facts()) s.add(f);
-    s.add(outside);
-    return s.check() == z3::unsat;
+    std::optional<z3::expr> g;
+    if (gate) g = t.term(gate);
+    std::vector<z3::expr> query(t.facts().begin(), t.facts().end());  // after every term: theirs too
+    if (g) query.push_back(*g);
+    query.push_back(i < 0 || i + (lanes - 1) >= n);
+    // most queries are decided quickly; the search for the rest is long
+    if (z3::check_result r = check(c, query, kResourceLimit / 5); r != z3::unknown) return r == z3::unsat;
+    // Products and divisions by a dim are nonlinear. Where a dim takes few values, each value makes
+    // them linear, and a case is decided far faster than the whole: every case must be unsat.
+    const Translator::Dim* fewest = nullptr;
+    for (const Translator::Dim& d : t.dims())
+      if (!fewest || d.hi - d.lo < fewest->hi - fewest->lo) fewest = &d;
+    if (fewest && fewest->hi - fewest->lo < kCaseSplit) {
+      bool all = true;
+      for (int64_t x = fewest->lo; x <= fewest->hi && all; ++x) {
+        query.push_back(fewest->v == c.int_val(x));
+        z3::check_result r = check(c, query, kResourceLimit);
+        if (r == z3::sat) return false;  // a way out at this value
+        all = r == z3::unsat;
+        query.pop_back();
+      }
+      if (all) return true;
+    }
+    return check(c, query, kResourceLimit) == z3::unsat;
   } catch (const z3::exception&) {
     return false;  // not a proof
   }

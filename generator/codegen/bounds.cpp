@@ -379,14 +379,22 @@ std::vector<AccessProof> prove_bounds(const UOp* sink) {
   return out;
 }
 
+const AccessProof* first_unproven(const std::vector<AccessProof>& proofs) {
+  for (const AccessProof& a : proofs)
+    if (a.how == AccessProof::How::Unproven) return &a;
+  return nullptr;
+}
+
+std::string describe(const AccessProof& a) {
+  return std::string("the ") + (a.store ? "store to" : "load from") + " buffer " + a.buffer + " at index " + a.index +
+         (a.lanes > 1 ? " (" + std::to_string(a.lanes) + " lanes)" : std::string()) + ", found in " + a.found +
+         ", is not proven inside its " + a.size + " elements";
+}
+
 void check_bounds(std::string_view kernel, const std::vector<AccessProof>& proofs, const UOp* sink) {
-  for (const AccessProof& a : proofs) {
-    if (a.how != AccessProof::How::Unproven) continue;
-    throw InternalError("stage 'prove bounds': kernel " + std::string(kernel) + ": the " +
-                        (a.store ? "store to" : "load from") + " buffer " + a.buffer + " at index " + a.index +
-                        (a.lanes > 1 ? " (" + std::to_string(a.lanes) + " lanes)" : std::string()) + ", found in " +
-                        a.found + ", is not proven inside its " + a.size + " elements\n" + print_graph(sink));
-  }
+  if (const AccessProof* a = first_unproven(proofs))
+    throw InternalError("stage 'prove bounds': kernel " + std::string(kernel) + ": " + describe(*a) + "\n" +
+                        print_graph(sink));
 }
 
 std::string_view how_name(AccessProof::How h) {

@@ -1,6 +1,7 @@
 // prove bounds (bounds.cpp): every LOAD and STORE of a lowered kernel addresses its buffer inside
 // it, for every value of the dims in their declared ranges (compile_to_c: an InternalError where
-// not, unless the caller asks for the proofs to report them itself, as kiln gen does).
+// not, unless the caller asks for the proofs to handle them itself: kiln gen and codegen compile the
+// kernel again without opts, and refuse it where that is not proven either).
 #pragma once
 
 #include <string>
@@ -26,6 +27,11 @@ struct AccessProof {
 // polynomials over the dims: interval analysis on the index, with the loop ends kept symbolic, and
 // the gate's comparisons to narrow the loops it guards; where those are inconclusive, Z3.
 std::vector<AccessProof> prove_bounds(const UOp* sink);
+
+// The first access of `proofs` not proven (null: none), and an access' line for messages: "the load
+// from buffer x at index r0 + 1, found in [1, 16], is not proven inside its 16 elements".
+const AccessProof* first_unproven(const std::vector<AccessProof>& proofs);
+std::string describe(const AccessProof& a);
 
 // Throws InternalError naming the kernel, the buffer and the index of the first access not proven.
 void check_bounds(std::string_view kernel, const std::vector<AccessProof>& proofs, const UOp* sink);

@@ -125,4 +125,22 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
   return k;
 }
 
+CKernel compile_proven(const UOp* ast, std::span<const UOp* const> vars, PipelineOptions opts,
+                       std::string_view symbol, std::string* fallback) {
+  opts.require_proven_bounds = false;
+  CKernel k = compile_to_c(ast, vars, opts, symbol);
+  const AccessProof* a = first_unproven(k.bounds);
+  if (!a) return k;
+  std::string what = describe(*a);
+  opts.optimize = false;
+  opts.tuned.reset();
+  if (opts.applied_opts) opts.applied_opts->clear();
+  k = compile_to_c(ast, vars, opts, symbol);
+  if (const AccessProof* b = first_unproven(k.bounds))
+    throw InternalError("kernel " + k.name + ": " + what + ", and without opts " + describe(*b) +
+                        ": nothing is emitted that may address outside its buffer");
+  if (fallback) *fallback = what;
+  return k;
+}
+
 }  // namespace kiln::codegen

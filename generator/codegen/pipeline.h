@@ -75,4 +75,11 @@ struct CKernel {
 CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const PipelineOptions& opts = {},
                      std::string_view symbol = {});
 
+// What kiln gen and codegen emit: compile_to_c where every access is proven. Where the opts made an
+// index the prover cannot follow, the kernel is compiled again without opts (slower, never unsafe),
+// and `fallback` (where given) is set to the access the opts' kernel left unproven (describe());
+// where that is not proven either, an InternalError naming the kernel, the buffer and the index.
+CKernel compile_proven(const UOp* ast, std::span<const UOp* const> vars, PipelineOptions opts,
+                       std::string_view symbol = {}, std::string* fallback = nullptr);
+
 }  // namespace kiln::codegen

@@ -241,32 +241,32 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         codegen::PipelineOptions po;
         po.target = t;
         po.applied_opts = &code.opts;
-        po.require_proven_bounds = false;  // reported below
         if (!tune_db_.empty()) po.tuned = tuned_opts(label, hash, *t, v.tag);
         codegen::CKernel ck;
+        std::string fallback;  // the access its opts left unproven, where it is compiled without them
         try {
           try {
-            ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+            ck = codegen::compile_proven(sk.ast, f.dims, po, fn_name(c, *t), &fallback);
           } catch (const codegen::OptError& e) {
             // an entry kiln tune measured on this kernel that this kiln's opts refuse: reported, not fatal
             warnings_ += o_.tune_db + ": warning: the entry for kernel '" + label + "' (" + v.tag + ", " + t->name +
                          ") does not apply (" + e.what() + "): the heuristics' opts are used\n";
             code.opts.clear();
             po.tuned.reset();
-            ck = codegen::compile_to_c(sk.ast, f.dims, po, fn_name(c, *t));
+            ck = codegen::compile_proven(sk.ast, f.dims, po, fn_name(c, *t), &fallback);
           }
         } catch (const codegen::MathError& e) {
           err += frontend::render(
               frontend::diagnostic(k.loc, k.name.size(), "kernel '" + k.name + "' (" + v.tag + "): " + e.what()));
           return false;
+        } catch (const InternalError& e) {
+          throw InternalError("kiln gen: " + f.path + ": kernel '" + label + "' (" + v.tag + ", " + t->name +
+                              "): " + e.what());
         }
-        for (const codegen::AccessProof& a : ck.bounds)
-          if (a.how == codegen::AccessProof::How::Unproven)
-            warnings_ += f.path + ": warning: kernel '" + label + "' (" + v.tag + ", " + t->name + "): the " +
-                         (a.store ? "store to" : "load from") + " buffer " + a.buffer + " at index " + a.index +
-                         ", found in " + a.found + ", is not proven inside its " + a.size +
-                         " elements (kiln's bounds prover does not know this index form yet; the kernel is emitted " +
-                         "as compiled: please report the spec)\n";
+        if (!fallback.empty())
+          warnings_ += f.path + ": warning: kernel '" + label + "' (" + v.tag + ", " + t->name + "): " + fallback +
+                       " after its opts: it is emitted without opts, where every access is proven (slower; please "
+                       "report the spec)\n";
         code.source = std::move(ck.source);
         code.parallel = ck.parallel;
         code.linear = std::move(ck.linear);

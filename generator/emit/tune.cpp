@@ -127,7 +127,11 @@ class Tuner {
   std::optional<Candidate> make(const UOp* sink0, const TunedOpts& search) const;
   std::vector<TunedOpts> actions(const UOp* pre, const TunedOpts& c) const;
   // compiles the candidates (index 0: the heuristics', opts null) into one harness; its path
-  bool build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err);
+  // `unproven` (where given): the indices of `opts` whose kernels have an access the bounds prover
+  // cannot prove (kiln gen would not emit them): the harness times the heuristics' kernel in their
+  // place, and the caller drops them
+  bool build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err,
+             std::vector<size_t>* unproven = nullptr);
 
   const TuneOptions& t_;
   Generator& g_;
@@ -198,13 +202,23 @@ std::vector<TunedOpts> Tuner::actions(const UOp* pre, const TunedOpts& c) const 
   return out;
 }
 
-bool Tuner::build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err) {
+bool Tuner::build(const Job& job, const std::vector<const TunedOpts*>& opts, std::string& exe, std::string& err,
+                  std::vector<size_t>* unproven) {
   std::vector<codegen::CKernel> ks;
+  codegen::PipelineOptions heuristics;  // the kernel kiln gen emits without an entry
+  heuristics.target = target_;
+  heuristics.require_proven_bounds = false;
   for (size_t i = 0; i < opts.size(); ++i) {
-    codegen::PipelineOptions po;
-    po.target = target_;
-    if (opts[i]) po.tuned = *opts[i];
-    ks.push_back(codegen::compile_to_c(job.ast, job.file->dims, po, "kiln_tune_" + std::to_string(i)));
+    std::string symbol = "kiln_tune_" + std::to_string(i);
+    if (opts[i]) {
+      codegen::PipelineOptions po = heuristics;
+      po.tuned = *opts[i];
+      ks.push_back(codegen::compile_to_c(job.ast, job.file->dims, po, symbol));
+      if (!codegen::first_unproven(ks.back().bounds)) continue;
+      if (unproven) unproven->push_back(i);
+      ks.pop_back();
+    }
+    ks.push_back(codegen::compile_proven(job.ast, job.file->dims, heuristics, symbol));
   }
   std::string dir = t_.work_dir + "/" + std::to_string(builds_++);
   std::error_code ec;
@@ -372,12 +386,21 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
       for (size_t i : chunk) opts.push_back(&cands[i].full);
       std::string exe;
       Clock::time_point built = Clock::now();
-      if (!build(job, opts, exe, err)) return false;
+      std::vector<size_t> unproven;
+      if (!build(job, opts, exe, err, &unproven)) return false;
       build_time = since(built);
+      for (size_t i : unproven) {
+        Candidate& cd = cands[chunk[i - 1]];
+        cd.bad = true;
+        if (t_.log)
+          t_.log(what + ": candidate " + tune_opts_text(cd.full) +
+                 " dropped, the bounds prover cannot prove its kernel's accesses");
+      }
       // a variant's first harness runs even past its share: a second at least, for a time to compare
       Clock::time_point until = base_ns < 0 ? std::max(job_end, Clock::now() + std::chrono::seconds(1)) : job_end;
       run_harness(exe, chunk.size(), until, [&](size_t c, bool ok, double ns, double base, const std::string& l) {
         Candidate& cd = cands[chunk[c - 1]];
+        if (cd.bad) return;  // unproven: the heuristics' kernel ran in its place
         if (ok) {
           cd.ns = ns;
           cd.base = base;

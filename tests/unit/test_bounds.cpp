@@ -156,6 +156,59 @@ TEST_F(BoundsTest, AnIndexOnePastTheEndIsCaughtNamingKernelBufferAndIndex) {
   EXPECT_THROW(codegen::check_bounds(kernel, ps, before), InternalError);
 }
 
+TEST_F(BoundsTest, WhatGenEmitsIsProvenOrRefused) {
+  // compile_proven, kiln gen's and codegen's path: a kernel whose index is wrong with and without
+  // opts is an internal error naming both accesses; a right one compiles with its opts
+  const UOp* m = ctx.var("M", 1, 64);
+  const UOp* k = ctx.var("K", 1, 64);
+  const UOp* n = ctx.var("N", 1, 64);
+  Tensor a = input("a", {m, k}), b = input("b", {k, n});
+  schedule::Schedule s = schedule_of({a.matmul(b)});
+  const UOp* ast = s.kernels[0].ast;
+  const UOp* wrong = with_address(ast, "b", [](const UOp* i) { return i->alu(Op::ADD, i->const_like(int64_t(1))); });
+  ASSERT_NE(wrong, nullptr);
+  std::vector<std::string> applied;
+  codegen::PipelineOptions po;
+  po.applied_opts = &applied;
+  std::string fallback = "untouched";
+  try {
+    codegen::compile_proven(wrong, s.vars, po, {}, &fallback);
+    ADD_FAILURE() << "an index one past the end of b was emitted";
+  } catch (const InternalError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find("kernel " + std::string(ast->arg<Name>().s) + ": the load from buffer b at index "), 0u) << msg;
+    EXPECT_NE(msg.find(", and without opts the load from buffer b at index "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("nothing is emitted that may address outside its buffer"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(fallback, "untouched");
+  applied.clear();
+  codegen::CKernel ck = codegen::compile_proven(ast, s.vars, po, {}, &fallback);
+  EXPECT_EQ(fallback, "untouched");  // proven with its opts: no fallback
+  EXPECT_FALSE(applied.empty());
+  EXPECT_EQ(codegen::first_unproven(ck.bounds), nullptr);
+}
+
+TEST_F(BoundsTest, ADimOfFewValuesIsSplitIntoCases) {
+  // x[i] of 255 x M x 256 halves, i taken apart by M and put back ((i / 256M) * 256M + ((i / 256)
+  // % M) * 256 + i % 256): products and divisions by M are nonlinear, and Z3 alone gives up; with M
+  // in 1..16 each value of M is a linear case. One further is caught in a case.
+  const UOp* m = ctx.var("M", 1, 16);
+  Tensor x = input("x", {ctx.cint(255), m, ctx.cint(256)}, dtypes::float16);
+  schedule::Schedule s = schedule_of({x * 3.0});
+  const UOp* sink = lower(s.kernels[0].ast, "cpu", false);
+  auto apart = [&](int64_t shift) {
+    return [&, shift](const UOp* i) -> const UOp* {
+      Expr e = Expr(i) + shift, mm(m);
+      return (e / (mm * 256)) * (mm * 256) + ((e / 256) % mm) * 256 + e % 256;
+    };
+  };
+  std::vector<AccessProof> ps = codegen::prove_bounds(with_address(sink, "x", apart(0)));
+  EXPECT_EQ(count(ps, How::Solver, "x"), 1u);
+  EXPECT_EQ(count(ps, How::Unproven), 0u);
+  std::vector<AccessProof> bad = codegen::prove_bounds(with_address(sink, "x", apart(1)));
+  EXPECT_EQ(count(bad, How::Unproven, "x"), 1u);
+}
+
 TEST_F(BoundsTest, WhatRangeAnalysisLeavesOpenZ3Decides) {
   // x[i] of 5 x 403 elements, the index taken apart into rows of 31 and put back together (as a
   // reshape of a flattened window does): range analysis bounds each piece alone, only Z3 sees the

@@ -18,6 +18,7 @@
 #include "generator/schedule/schedule.h"
 #include "generator/target/target.h"
 #include "tests/unit/kernel_kinds.h"
+#include "tests/unit/ocl_device.h"
 #include "tests/unit/ocl_runner.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
@@ -36,49 +37,7 @@ struct Summary : ::testing::Environment {
 };
 [[maybe_unused]] auto* const summary = ::testing::AddGlobalTestEnvironment(new Summary);
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// The device, or null with the test failed (skipped under Bazel or the sanitizers) and the reason printed.
-oclrun::Device* device() {
-  if (kSanitized) {  // the device's compiler and its code are not instrumented: the dev build runs them
-    std::cout << "OpenCL tests skipped under the sanitizers (PoCL's LLVM and the kernels it builds are not "
-                 "instrumented; the dev build runs them)\n";
-    return nullptr;
-  }
-  bool bazel = std::getenv("TEST_SRCDIR") != nullptr;  // whose sandbox may hide the ICD or PoCL's tools
-  try {
-    oclrun::Device& d = oclrun::Device::first();
-    if (bazel) {
-      static const std::string probe = [&]() -> std::string {
-        try {
-          oclrun::Program p(d, "__kernel void probe(__global int* p) { p[0] = 1; }\n");
-          return "";
-        } catch (const oclrun::Error& e) {
-          return e.what();
-        }
-      }();
-      if (!probe.empty()) throw oclrun::Unavailable("the device cannot build a program here: " + probe);
-    }
-    return &d;
-  } catch (const oclrun::Unavailable& e) {
-    if (bazel) {
-      std::cout << "OpenCL tests skipped under Bazel: " << e.what() << "\n";
-      return nullptr;
-    }
-    ADD_FAILURE() << "no OpenCL device to run the kernels on: " << e.what();
-    return nullptr;
-  }
-}
+oclrun::Device* device() { return oclrun::test_device(); }
 
 const target::Target& opencl() { return *target::find("opencl"); }
 

@@ -4,8 +4,9 @@
 // (UPCAST, UNROLL, LANES, THREAD, PADTO, SWAP and the GPU opts, drawn one at a time from those that
 // apply to the kernel as the opts before left it, amounts that divide or not: one that does not
 // apply is redrawn) through PipelineOptions::tuned, as kiln gen applies kiln tune's; every pair is
-// rendered as C and as LLVM (an object for the widest x86 target this machine runs), run natively
-// on random non-zero inputs and poisoned outputs at each dim's least and largest value and one
+// rendered as C and as LLVM (an object for the widest x86 target this machine runs), and every other
+// pair's kernels also through the GPU stages as OpenCL C (without opts: no GPU opt runs yet), run
+// natively and on the OpenCL device on random non-zero inputs and poisoned outputs at each dim's least and largest value and one
 // between, and compared with the float64 oracle. A failure prints its seed and opts and how to
 // replay it: KILN_OPTS_FUZZ_SEED=<seed> runs that seed alone and prints its kernels;
 // KILN_OPTS_FUZZ_PAIRS=<n> runs n pairs; KILN_OPTS_FUZZ_TRACE=1 prints each pair's opts as it compiles.
@@ -29,6 +30,8 @@
 #include "generator/target/llvm_compile.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
+#include "tests/unit/ocl_device.h"
+#include "tests/unit/ocl_runner.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
 
@@ -150,7 +153,7 @@ struct Pair {
   schedule::Schedule sched;
   std::vector<codegen::TunedOpts> opts;  // per kernel
   const target::Target* c_target = nullptr;
-  std::vector<codegen::CKernel> c, llvm;
+  std::vector<codegen::CKernel> c, llvm, ocl;  // ocl: the OpenCL kernels (every other pair)
   std::vector<std::map<std::string, int64_t>> runs;  // the dims (and .cores) of each run
   std::string error;                                 // where compiling it failed
 };
@@ -250,6 +253,12 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
     if (const target::Target* t = target::find(n); t && runs_here(*t)) c_targets.push_back(t);
   for (const char* n : {"x86_64-avx512", "x86_64-avx2"})
     if (const target::Target* t = target::find(n); !llvm_target && t && runs_here(*t)) llvm_target = t;
+  // the GPU path: every other pair's kernels through the GPU stages and the OpenCL renderer, run on
+  // the first OpenCL device (PoCL here). The CPU opts do not apply to a GPU target and the GPU opts
+  // (LOCAL, GROUP, TC) do not run yet, so these take none: what they test is the Global loops, the
+  // work-item ids and the OpenCL dialect on random programs and bucket variants.
+  oclrun::Device* ocl_device = oclrun::test_device();
+  const target::Target* ocl_target = ocl_device ? target::find("opencl") : nullptr;
 
   std::vector<std::unique_ptr<Pair>> pairs;
   size_t programs = 0, variants = 0, kernels = 0, opts = 0, accesses = 0, unproven = 0;
@@ -298,6 +307,16 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
             ++accesses;
             unproven += a.how == codegen::AccessProof::How::Unproven;
           }
+          if (ocl_target && pairs.size() % 2 == 0) {
+            codegen::PipelineOptions go;
+            go.target = ocl_target;
+            go.require_proven_bounds = false;  // counted below
+            p->ocl.push_back(codegen::compile_to_c(k.ast, p->sched.vars, go));
+            for (const codegen::AccessProof& a : p->ocl.back().bounds) {
+              ++accesses;
+              unproven += a.how == codegen::AccessProof::How::Unproven;
+            }
+          }
           if (!llvm_target) continue;
           po.target = llvm_target;
           p->llvm.push_back(codegen::compile_to_c(k.ast, p->sched.vars, po));
@@ -322,12 +341,13 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   auto compile_start = std::chrono::steady_clock::now();
   // every pair's C in one file and its LLVM in one module, compiled side by side (-O1: the C
   // compiler's time, not the kernels', is what counts here)
-  std::string c_src = render::c_preamble(), object;
+  std::string c_src = render::c_preamble(), object, ocl_src = render::opencl_preamble();
   std::vector<render::LlvmKernel> lk;
   for (const auto& p : pairs) {
     if (!p->error.empty()) continue;
     for (const codegen::CKernel& k : p->c) c_src += k.source;
     for (const codegen::CKernel& k : p->llvm) lk.push_back({k.linear, k.name, p->sched.vars});
+    for (const codegen::CKernel& k : p->ocl) ocl_src += k.source;
   }
   std::vector<std::string> flags = {"-O1"};
   for (const target::Target* t : c_targets) flags = t->c_flags;  // the widest that runs here
@@ -347,11 +367,13 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   if (llvm_error) std::rethrow_exception(llvm_error);
   std::optional<crun::Library> llvm_lib;
   if (llvm_target) llvm_lib = crun::Library::link_object(object);
+  std::optional<oclrun::Program> ocl_prog;
+  if (ocl_target) ocl_prog.emplace(*ocl_device, ocl_src);
 
   double compile_s = since(compile_start);
   auto run_start = std::chrono::steady_clock::now();
   int mismatches = 0;
-  size_t runs = 0;
+  size_t runs = 0, ocl_runs = 0, ocl_pairs = 0;
   for (const auto& p : pairs) {
     std::string why = p->error.empty() ? "" : "compile: " + p->error;
     for (size_t r = 0; r < p->runs.size() && why.empty(); ++r) {
@@ -372,16 +394,28 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
       else if (llvm_lib)
         if (std::string d = differ(crun::run_schedule(p->sched, *llvm_lib, p->runs[r], inputs), want, tols); !d.empty())
           why = "LLVM (" + llvm_target->name + ") at" + at + ": " + d;
+      if (why.empty() && !p->ocl.empty()) {
+        if (std::string d = differ(oclrun::run_schedule(p->sched, p->ocl, *ocl_prog, p->runs[r], inputs), want, tols);
+            !d.empty())
+          why = "OpenCL at" + at + ": " + d;
+        ++ocl_runs;
+      }
       ++runs;
     }
+    ocl_pairs += !p->ocl.empty();
     if (!why.empty() && ++mismatches <= 10) ADD_FAILURE() << describe(*p) << "\n  " << why;
   }
   EXPECT_EQ(mismatches, 0);
+  // kiln gen emits a kernel of these opts (kiln tune's) only where every access is proven
+  EXPECT_EQ(unproven, 0u) << "accesses the bounds prover does not prove: kiln gen would compile those kernels again "
+                             "without their opts";
   double secs = since(start), run_s = since(run_start);
   std::cout << pairs.size() << " random program-and-opts pairs (" << programs << " programs, " << variants
             << " bucket variants), " << kernels << " kernels, " << opts << " opts, " << runs << " runs through C"
             << (llvm_target ? " and LLVM (" + llvm_target->name + ")" : std::string(" (no LLVM target runs here)"))
-            << ", " << mismatches << " mismatches, in " << secs << " s (" << gen_s << " generating, " << compile_s
+            << ", " << ocl_runs << " runs of " << ocl_pairs << " pairs through OpenCL"
+            << (ocl_target ? " (" + ocl_device->name() + ")" : std::string(" (no OpenCL device)")) << ", "
+            << mismatches << " mismatches, in " << secs << " s (" << gen_s << " generating, " << compile_s
             << " compiling, " << run_s << " running); bounds: " << accesses << " accesses, " << unproven
             << " not proven\n";
 }

@@ -112,6 +112,27 @@ MUTANTS = [
      "ax += 0x0fffu + lsb;",
      "ax += 0x0fffu + (lsb ^ 1u);",
      "RefAlu.*"),
+    # ---- the bounds prover and what kiln gen emits (issue 17 item 4)
+    ("bounds-no-case-split", "generator/codegen/bounds_z3.cpp",
+     "if (fewest && fewest->hi - fewest->lo < kCaseSplit) {",
+     "if (fewest && fewest->hi - fewest->lo < 0) {",
+     "BoundsTest.*"),
+    ("gen-emits-unproven", "generator/codegen/pipeline.cpp",
+     "  if (!a) return k;\n",
+     "  if (!a || true) return k;\n",
+     "BoundsTest.*"),
+    ("z3-var-per-node", "generator/codegen/bounds_z3.cpp",
+     'z3::expr v = c_.int_const(("v_" + std::string(n)).c_str());',
+     'z3::expr v = c_.int_const(name(\'v\').c_str());',
+     "BoundsTest.*"),
+    ("z3-gate-facts-dropped", "generator/codegen/bounds_z3.cpp",
+     "    if (gate) g = t.term(gate);\n    std::vector<z3::expr> query(t.facts().begin(), t.facts().end());",
+     "    std::vector<z3::expr> query(t.facts().begin(), t.facts().end());\n    if (gate) g = t.term(gate);",
+     "OptsFuzz.*"),
+    ("schedule-reshape-recombines", "generator/schedule/schedule.cpp",
+     "    *flat = lin;\n",
+     "    *flat = nullptr;\n",
+     "SpecRegressions.*"),
 ]
 
 

@@ -125,8 +125,8 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
   return k;
 }
 
-CKernel compile_proven(const UOp* ast, std::span<const UOp* const> vars, PipelineOptions opts,
-                       std::string_view symbol, std::string* fallback) {
+CKernel compile_proven(const UOp* ast, std::span<const UOp* const> vars, PipelineOptions opts, std::string_view symbol,
+                       std::string* fallback) {
   opts.require_proven_bounds = false;
   CKernel k = compile_to_c(ast, vars, opts, symbol);
   const AccessProof* a = first_unproven(k.bounds);

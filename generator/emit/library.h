@@ -65,7 +65,7 @@ std::string part_name(const std::string& spec_path);
 struct GenResult {
   bool ok = false;
   std::string errors;                                      // rendered diagnostics when !ok
-  std::string warnings;                                    // rendered warnings (stale tune entries, kernels without opts)
+  std::string warnings;                                    // rendered warnings (stale entries, no-opt kernels)
   std::vector<std::pair<std::string, std::string>> files;  // file name (no directory) -> contents
 };
 

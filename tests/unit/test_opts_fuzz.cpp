@@ -5,11 +5,12 @@
 // apply to the kernel as the opts before left it, amounts that divide or not: one that does not
 // apply is redrawn) through PipelineOptions::tuned, as kiln gen applies kiln tune's; every pair is
 // rendered as C and as LLVM (an object for the widest x86 target this machine runs), and every other
-// pair's kernels also through the GPU stages as OpenCL C (without opts: no GPU opt runs yet), run
-// natively and on the OpenCL device on random non-zero inputs and poisoned outputs at each dim's least and largest value and one
-// between, and compared with the float64 oracle. A failure prints its seed and opts and how to
-// replay it: KILN_OPTS_FUZZ_SEED=<seed> runs that seed alone and prints its kernels;
-// KILN_OPTS_FUZZ_PAIRS=<n> runs n pairs; KILN_OPTS_FUZZ_TRACE=1 prints each pair's opts as it compiles.
+// pair's kernels also through the GPU stages as OpenCL C (without opts: no GPU opt runs yet); each
+// runs natively or on the OpenCL device on random non-zero inputs and poisoned outputs at each dim's
+// least and largest value and one between, compared with the float64 oracle. A failure prints its
+// seed and opts and how to replay it: KILN_OPTS_FUZZ_SEED=<seed> runs that seed alone and prints its
+// kernels; KILN_OPTS_FUZZ_PAIRS=<n> runs n pairs; KILN_OPTS_FUZZ_TRACE=1 prints each pair's opts as
+// it compiles.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -153,7 +154,7 @@ struct Pair {
   schedule::Schedule sched;
   std::vector<codegen::TunedOpts> opts;  // per kernel
   const target::Target* c_target = nullptr;
-  std::vector<codegen::CKernel> c, llvm, ocl;  // ocl: the OpenCL kernels (every other pair)
+  std::vector<codegen::CKernel> c, llvm, ocl;        // ocl: the OpenCL kernels (every other pair)
   std::vector<std::map<std::string, int64_t>> runs;  // the dims (and .cores) of each run
   std::string error;                                 // where compiling it failed
 };
@@ -414,8 +415,10 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
             << " bucket variants), " << kernels << " kernels, " << opts << " opts, " << runs << " runs through C"
             << (llvm_target ? " and LLVM (" + llvm_target->name + ")" : std::string(" (no LLVM target runs here)"))
             << ", " << ocl_runs << " runs of " << ocl_pairs << " pairs through OpenCL"
-            << (ocl_target ? " (" + ocl_device->name() + ")" : std::string(" (no OpenCL device)")) << ", "
-            << mismatches << " mismatches, in " << secs << " s (" << gen_s << " generating, " << compile_s
+            << (ocl_target           ? " (" + ocl_device->name() + ")"
+                : oclrun::kSanitized ? std::string(" (not under the sanitizers)")
+                                     : std::string(" (no OpenCL device)"))
+            << ", " << mismatches << " mismatches, in " << secs << " s (" << gen_s << " generating, " << compile_s
             << " compiling, " << run_s << " running); bounds: " << accesses << " accesses, " << unproven
             << " not proven\n";
 }

@@ -50,6 +50,23 @@ struct BoundsTest : ::testing::Test, ProgramInputs {
     return map.empty() ? nullptr : substitute(sink, map);
   }
 
+  // a symbolic matmul's kernel, and the same with b read at its index + 1: at k = K - 1 and
+  // n = N - 1 that is b[K * N]
+  struct Wrong {
+    schedule::Schedule s;
+    const UOp* ast;
+    const UOp* wrong;
+  };
+  Wrong matmul_reading_b_one_past() {
+    const UOp* m = ctx.var("M", 1, 64);
+    const UOp* k = ctx.var("K", 1, 64);
+    const UOp* n = ctx.var("N", 1, 64);
+    Tensor a = input("a", {m, k}), b = input("b", {k, n});
+    schedule::Schedule s = schedule_of({a.matmul(b)});
+    const UOp* ast = s.kernels[0].ast;
+    return {s, ast, with_address(ast, "b", [](const UOp* i) { return i->alu(Op::ADD, i->const_like(int64_t(1))); })};
+  }
+
   static size_t count(const std::vector<AccessProof>& ps, How how) {
     return size_t(std::count_if(ps.begin(), ps.end(), [&](const AccessProof& p) { return p.how == how; }));
   }
@@ -121,15 +138,8 @@ TEST_F(BoundsTest, APaddedAccessIsProvedOnlyThanksToItsGate) {
 }
 
 TEST_F(BoundsTest, AnIndexOnePastTheEndIsCaughtNamingKernelBufferAndIndex) {
-  const UOp* m = ctx.var("M", 1, 64);
-  const UOp* k = ctx.var("K", 1, 64);
-  const UOp* n = ctx.var("N", 1, 64);
-  Tensor a = input("a", {m, k}), b = input("b", {k, n});
-  schedule::Schedule s = schedule_of({a.matmul(b)});
-  const UOp* ast = s.kernels[0].ast;
+  auto [s, ast, wrong] = matmul_reading_b_one_past();
   std::string kernel(ast->arg<Name>().s);
-  // the scheduled kernel with b read at its index + 1: at k = K - 1 and n = N - 1 that is b[K * N]
-  const UOp* wrong = with_address(ast, "b", [](const UOp* i) { return i->alu(Op::ADD, i->const_like(int64_t(1))); });
   ASSERT_NE(wrong, nullptr) << print_graph(ast);
   for (bool optimize : {false, true}) {
     codegen::PipelineOptions po;
@@ -159,13 +169,7 @@ TEST_F(BoundsTest, AnIndexOnePastTheEndIsCaughtNamingKernelBufferAndIndex) {
 TEST_F(BoundsTest, WhatGenEmitsIsProvenOrRefused) {
   // compile_proven, kiln gen's and codegen's path: a kernel whose index is wrong with and without
   // opts is an internal error naming both accesses; a right one compiles with its opts
-  const UOp* m = ctx.var("M", 1, 64);
-  const UOp* k = ctx.var("K", 1, 64);
-  const UOp* n = ctx.var("N", 1, 64);
-  Tensor a = input("a", {m, k}), b = input("b", {k, n});
-  schedule::Schedule s = schedule_of({a.matmul(b)});
-  const UOp* ast = s.kernels[0].ast;
-  const UOp* wrong = with_address(ast, "b", [](const UOp* i) { return i->alu(Op::ADD, i->const_like(int64_t(1))); });
+  auto [s, ast, wrong] = matmul_reading_b_one_past();
   ASSERT_NE(wrong, nullptr);
   std::vector<std::string> applied;
   codegen::PipelineOptions po;

@@ -83,8 +83,8 @@ class Translator {
       if (n == kCoreVar) core_ = v;
       if (n == kCoresVar) cores_ = v;
       if (n != kCoreVar && n != kCoresVar) dims_.push_back({v, u->imin(), u->imax()});
-      if (n == kCoreVar || n == kCoresVar)
-        if (core_ && cores_) facts_.push_back(*core_ < *cores_);  // the runtime calls core 0 .. cores - 1
+      if ((n == kCoreVar || n == kCoresVar) && core_ && cores_)
+        facts_.push_back(*core_ < *cores_);  // the runtime calls core 0 .. cores - 1
       return v;
     }
     if (u->op == Op::RANGE || u->op == Op::SPECIAL) {
@@ -172,8 +172,7 @@ class Translator {
   int names_ = 0;
 };
 
-}  // namespace
-
+// the query's answer within `rlimit`
 z3::check_result check(z3::context& c, const std::vector<z3::expr>& query, unsigned rlimit) {
   z3::solver s(c);
   z3::params p(c);
@@ -182,6 +181,8 @@ z3::check_result check(z3::context& c, const std::vector<z3::expr>& query, unsig
   for (const z3::expr& e : query) s.add(e);
   return s.check();
 }
+
+}  // namespace
 
 bool solver_proves(const UOp* addr, const UOp* gate, const UOp* size, int per, int lanes) {
   try {

@@ -75,25 +75,6 @@ std::optional<int64_t> value_in_bucket(const frontend::Dim& d, const Specializat
   return std::nullopt;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// runs a shell command; its standard output (and error) line by line to `line`; the exit status
-int run_command(const std::string& cmd, const std::function<void(const std::string&)>& line) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) {
-    std::string l(buf);
-    if (!l.empty() && l.back() == '\n') l.pop_back();
-    line(l);
-  }
-  return pclose(p);
-}
-
 // a candidate's time against the heuristics' kernel's: "0.83x"
 std::string ratio_text(double r) {
   char buf[32];

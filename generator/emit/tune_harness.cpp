@@ -1,5 +1,6 @@
 #include "generator/emit/tune_harness.h"
 
+#include <cstdio>
 #include <sstream>
 #include <unordered_map>
 
@@ -178,6 +179,24 @@ int main(int argc, char** argv) {
 }
 )";
   return s.str();
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+int run_command(const std::string& cmd, const std::function<void(const std::string&)>& line) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) {
+    std::string l(buf);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    line(l);
+  }
+  return pclose(p);
 }
 
 }  // namespace kiln::emit::detail

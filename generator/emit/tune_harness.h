@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,11 @@ std::vector<BufferInfo> buffers_of(const UOp* ast, const std::vector<const UOp*>
 // in turn with kernel 0: "c <i> ok <ns> <ns of kernel 0>" or "c <i> mismatch ...", one line each,
 // until the budget is spent ("stop").
 std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values);
+
+// How tune.cpp compiles and runs the harness (and kiln tune's --runner): a word quoted for sh, and
+// a shell command run with its standard output and error passed line by line to `line` (the exit
+// status, as pclose gives it; -1 where it could not start).
+std::string shell_quote(const std::string& s);
+int run_command(const std::string& cmd, const std::function<void(const std::string&)>& line);
 
 }  // namespace kiln::emit::detail

@@ -37,8 +37,6 @@ struct Summary : ::testing::Environment {
 };
 [[maybe_unused]] auto* const summary = ::testing::AddGlobalTestEnvironment(new Summary);
 
-oclrun::Device* device() { return oclrun::test_device(); }
-
 const target::Target& opencl() { return *target::find("opencl"); }
 
 struct Compiled {
@@ -95,7 +93,7 @@ struct OpenclTest : ::testing::Test, ProgramInputs {
                       const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {
     Program p{ins, outs, schedule::schedule(ins, outs, "k" + std::to_string(programs++))};
     Compiled c = compile(p.sched, *target);
-    oclrun::Device* dev = device();
+    oclrun::Device* dev = oclrun::test_device();
     if (!dev) return;
     std::optional<oclrun::Program> prog;
     try {
@@ -145,7 +143,7 @@ TEST(OpenclRandomPrograms, AgreeWithTheOracle) {
     for (const auto& k : c.c.kernels) src += k.source;
     cases.push_back(std::move(c));
   }
-  oclrun::Device* dev = device();
+  oclrun::Device* dev = oclrun::test_device();
   if (!dev) return;
   oclrun::Program prog(*dev, src);  // one build for all programs
   int mismatches = 0;

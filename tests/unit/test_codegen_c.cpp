@@ -772,7 +772,10 @@ TEST(CodegenCasts, CastsInLaneLoopsAgreeAtEveryTargetWidth) {
       progs.push_back(std::move(p));
     }
     std::vector<std::string> flags = kStrict;
-    if (runs_here(t)) src = with_target_flags(t, flags, src);
+    if (runs_here(t))
+      src = with_target_flags(t, flags, src);
+    else  // vectors wider than this CPU's, in GCC's generic code: its note that their ABI differs is no error
+      flags.push_back("-Wno-psabi");
     crun::Library lib = crun::Library::compile(src, flags);
     for (size_t i = 0; i < cases.size(); ++i) {
       const cast_cases::CastCase& c = cases[i];

@@ -8,6 +8,14 @@ kiln="$1"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/check.sh"
 entries() { grep -v '^#' "$1" | grep -v '^$'; }
+# the best x86 target this machine runs: the tune times its kernels here (x86_64-avx512 where the
+# CPU has AVX-512F, BW, DQ and VL, as the runtime's dispatch checks)
+t=x86_64-avx2
+flags="$(grep -m1 '^flags' /proc/cpuinfo)"
+if [[ " $flags " == *" avx512f "* && " $flags " == *" avx512bw "* && " $flags " == *" avx512dq "* &&
+  " $flags " == *" avx512vl "* ]]; then
+  t=x86_64-avx512
+fi
 
 cat >"$tmp/g.kiln" <<'SPEC'
 dim M in 1..256 specialize 1, %16
@@ -20,14 +28,26 @@ kernel sgemm(a: f32[M, K], b: f32[K, N]) -> (c: f32[M, N]) {
 SPEC
 
 # the keys: one per variant (6) for the one target
-"$kiln" tune --list --name g --target x86_64-avx512 --db "$tmp/g.db" "$tmp/g.kiln" >"$tmp/keys" 2>"$tmp/err"
+"$kiln" tune --list --name g --target "$t" --db "$tmp/g.db" "$tmp/g.kiln" >"$tmp/keys" 2>"$tmp/err"
 check "tune --list: exit code" 0 "$?"
 check "tune --list: one key per variant" "6" "$(wc -l <"$tmp/keys")"
 check "tune --list: times nothing, writes nothing" "no db" "$([[ -e "$tmp/g.db" ]] && echo db || echo no db)"
 
+# a target this machine cannot run, without a runner: an error before anything is built
+"$kiln" tune --name g --target aarch64-neon --db "$tmp/no.db" --budget 1 "$tmp/g.kiln" 2>"$tmp/err"
+check "tune another architecture without a runner: exit 1 and why" \
+  "1 kiln: error: this machine cannot run aarch64-neon kernels (it is an x86_64 machine, the target's kernels are aarch64 code): tune on a machine that can, or name a --runner that runs them (an emulator, ssh)" \
+  "$? $(cat "$tmp/err")"
+if [[ $t == x86_64-avx2 ]]; then
+  "$kiln" tune --name g --target x86_64-avx512 --db "$tmp/no.db" --budget 1 "$tmp/g.kiln" 2>"$tmp/err"
+  check "tune x86_64-avx512 on a CPU without AVX-512: exit 1 and why" "1 yes" \
+    "$? $(grep -q '^kiln: error: this machine cannot run x86_64-avx512 kernels (its CPU lacks avx512f' "$tmp/err" && echo yes)"
+fi
+check "tune refused: no database written" "no db" "$([[ -e "$tmp/no.db" ]] && echo db || echo no db)"
+
 # a tune of a few seconds: a sorted database, each entry faster than the heuristics, on a known key
 start=$(date +%s)
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/g.db" --budget 8 --dim M=64,N=64,K=64 "$tmp/g.kiln" \
+"$kiln" tune --name g --target "$t" --db "$tmp/g.db" --budget 8 --dim M=64,N=64,K=64 "$tmp/g.kiln" \
   2>"$tmp/tune.err"
 rc=$?
 took=$(($(date +%s) - start))
@@ -59,9 +79,9 @@ check "tune: no temporary file left" "" "$(ls "$tmp" | grep '\.tmp$')"
 cp "$tmp/g.db" "$tmp/first.db"
 
 # gen with it: no warning, the entries' opts in the manifest, the same bytes on two runs
-"$kiln" gen --name g --out "$tmp/o1" --target x86_64-avx512 --tune-db "$tmp/g.db" "$tmp/g.kiln" 2>"$tmp/err"
+"$kiln" gen --name g --out "$tmp/o1" --target "$t" --tune-db "$tmp/g.db" "$tmp/g.kiln" 2>"$tmp/err"
 check "gen --tune-db: exit code, no warning" "0 " "$? $(cat "$tmp/err")"
-"$kiln" gen --name g --out "$tmp/o2" --target x86_64-avx512 --tune-db "$tmp/g.db" "$tmp/g.kiln" 2>/dev/null
+"$kiln" gen --name g --out "$tmp/o2" --target "$t" --tune-db "$tmp/g.db" "$tmp/g.kiln" 2>/dev/null
 check "gen --tune-db: the same bytes twice" "" \
   "$(for f in "$tmp/o1"/*; do [[ $f == *.d ]] || cmp -s "$f" "$tmp/o2/$(basename "$f")" || echo "$(basename "$f") differs"; done)"
 check "gen --tune-db: the depfile names the database" "1" "$(grep -c "$tmp/g.db" "$tmp/o1/g.d")"
@@ -79,45 +99,46 @@ for line in open(sys.argv[2]):
     if got != want: print(f[2], "got", got, "want", want)
 PY
 )"
-"$kiln" gen --name g --out "$tmp/plain" --target x86_64-avx512 "$tmp/g.kiln"
+"$kiln" gen --name g --out "$tmp/plain" --target "$t" "$tmp/g.kiln"
 check "gen --tune-db: the tuned objects differ from the untuned" "differ" \
-  "$(cmp -s "$tmp/plain/g_g_x86_64_avx512.o" "$tmp/o1/g_g_x86_64_avx512.o" && echo same || echo differ)"
+  "$(cmp -s "$tmp/plain/g_g_${t//-/_}.o" "$tmp/o1/g_g_${t//-/_}.o" && echo same || echo differ)"
 
 # a second tune merges: the other target's entries stay
 "$kiln" tune --name g --target cpu --db "$tmp/g.db" --budget 3 --dim M=32,N=32,K=32 --kernel sgemm "$tmp/g.kiln" \
   2>"$tmp/err"
 check "tune cpu: exit code" "0" "$?"
-check "tune cpu: the avx512 entries kept" "$(entries "$tmp/first.db")" "$(entries "$tmp/g.db" | grep x86_64-avx512)"
+check "tune cpu: the $t entries kept" "$(entries "$tmp/first.db")" "$(entries "$tmp/g.db" | grep " $t ")"
 cp "$tmp/first.db" "$tmp/g.db"
 
 # a stale entry: the kernel's name, target and variant, another hash: reported by line and kernel, ignored
 stale_key="$(grep ' M1 ' "$tmp/keys")"
 printf '%s\n' "0123456789abcdef ${stale_key#* } opts=UPCAST(0,2) block=0" >"$tmp/stale.db"
-"$kiln" gen --name g --out "$tmp/o3" --target x86_64-avx512 --tune-db "$tmp/stale.db" "$tmp/g.kiln" 2>"$tmp/err"
+"$kiln" gen --name g --out "$tmp/o3" --target "$t" --tune-db "$tmp/stale.db" "$tmp/g.kiln" 2>"$tmp/err"
 check "stale entry: exit code" 0 "$?"
 check "stale entry: a warning naming the kernel" \
-  "$tmp/stale.db:1: warning: the entry for kernel 'sgemm' (M1, x86_64-avx512) is for another version of it (hash 0123456789abcdef, now ${stale_key%% *}): ignored, the heuristics' opts are used (run kiln tune again)" \
+  "$tmp/stale.db:1: warning: the entry for kernel 'sgemm' (M1, $t) is for another version of it (hash 0123456789abcdef, now ${stale_key%% *}): ignored, the heuristics' opts are used (run kiln tune again)" \
   "$(cat "$tmp/err")"
 check "stale entry: ignored (the untuned objects)" "same" \
-  "$(cmp -s "$tmp/plain/g_g_x86_64_avx512.o" "$tmp/o3/g_g_x86_64_avx512.o" && echo same || echo differ)"
+  "$(cmp -s "$tmp/plain/g_g_${t//-/_}.o" "$tmp/o3/g_g_${t//-/_}.o" && echo same || echo differ)"
 # the spec edited where it matters: the old database's entries go stale, each reported
 sed 's/K in 1..256/K in 1..512/' "$tmp/g.kiln" >"$tmp/wider.kiln"
-"$kiln" gen --name g --out "$tmp/o4" --target x86_64-avx512 --tune-db "$tmp/g.db" "$tmp/wider.kiln" 2>"$tmp/err"
+"$kiln" gen --name g --out "$tmp/o4" --target "$t" --tune-db "$tmp/g.db" "$tmp/wider.kiln" 2>"$tmp/err"
 check "edited spec: every entry reported stale" "$(entries "$tmp/g.db" | wc -l)" "$(grep -c "warning: the entry for kernel 'sgemm'" "$tmp/err")"
 # edited where it does not: a comment and another kernel, no warning
 { echo "# a comment"; cat "$tmp/g.kiln"; printf 'kernel twice(x: f32[N]) -> (y: f32[N]) {\n  y = x + x\n}\n'; } >"$tmp/more.kiln"
-"$kiln" gen --name g --out "$tmp/o5" --target x86_64-avx512 --tune-db "$tmp/g.db" "$tmp/more.kiln" 2>"$tmp/err"
+"$kiln" gen --name g --out "$tmp/o5" --target "$t" --tune-db "$tmp/g.db" "$tmp/more.kiln" 2>"$tmp/err"
 check "comment and another kernel: no warning" "0 " "$? $(cat "$tmp/err")"
 
 # a malformed database: file:line:col, exit 1, for gen and for tune
-printf '# ok\n0123456789abcdef x86_64-avx512 any kernel=sgemm opts=UPCAST(0,8 block=0\n' >"$tmp/bad.db"
-"$kiln" gen --name g --out "$tmp/o6" --target x86_64-avx512 --tune-db "$tmp/bad.db" "$tmp/g.kiln" 2>"$tmp/err"
-check "malformed: gen" "1 $tmp/bad.db:2:54: error: expected an opt such as UPCAST(0,8), got 'UPCAST(0,8'" "$? $(cat "$tmp/err")"
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/bad.db" --budget 1 "$tmp/g.kiln" 2>"$tmp/err"
-check "malformed: tune" "1 $tmp/bad.db:2:54: error: expected an opt such as UPCAST(0,8), got 'UPCAST(0,8'" "$? $(cat "$tmp/err")"
-"$kiln" gen --name g --out "$tmp/o6" --target x86_64-avx512 --tune-db "$tmp/none.db" "$tmp/g.kiln" 2>"$tmp/err"
+printf '# ok\n0123456789abcdef %s any kernel=sgemm opts=UPCAST(0,8 block=0\n' "$t" >"$tmp/bad.db"
+col=$((41 + ${#t}))  # the opt's column, after the target's name
+"$kiln" gen --name g --out "$tmp/o6" --target "$t" --tune-db "$tmp/bad.db" "$tmp/g.kiln" 2>"$tmp/err"
+check "malformed: gen" "1 $tmp/bad.db:2:$col: error: expected an opt such as UPCAST(0,8), got 'UPCAST(0,8'" "$? $(cat "$tmp/err")"
+"$kiln" tune --name g --target "$t" --db "$tmp/bad.db" --budget 1 "$tmp/g.kiln" 2>"$tmp/err"
+check "malformed: tune" "1 $tmp/bad.db:2:$col: error: expected an opt such as UPCAST(0,8), got 'UPCAST(0,8'" "$? $(cat "$tmp/err")"
+"$kiln" gen --name g --out "$tmp/o6" --target "$t" --tune-db "$tmp/none.db" "$tmp/g.kiln" 2>"$tmp/err"
 check "missing database: gen" "1 $tmp/none.db: error: cannot open (No such file or directory)" "$? $(cat "$tmp/err")"
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/x.db" --kernel nope "$tmp/g.kiln" 2>"$tmp/err"
+"$kiln" tune --name g --target "$t" --db "$tmp/x.db" --kernel nope "$tmp/g.kiln" 2>"$tmp/err"
 check "unknown kernel" "1 kiln: error: no kernel named 'nope'" "$? $(cat "$tmp/err")"
 
 # the runner prefixes the timing executable's command line
@@ -127,11 +148,11 @@ echo "$@" >>"$(dirname "$0")/runner.log"
 exec "$@"
 SH
 chmod +x "$tmp/runner.sh"
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/r.db" --budget 2 --dim M=16,N=16,K=16 --kernel sgemm \
+"$kiln" tune --name g --target "$t" --db "$tmp/r.db" --budget 2 --dim M=16,N=16,K=16 --kernel sgemm \
   --runner "$tmp/runner.sh" "$tmp/g.kiln" 2>"$tmp/err"
 check "runner: exit code" "0" "$?"
 check "runner: it ran the harness" "yes" "$(grep -q '/harness [0-9]* [0-9]*$' "$tmp/runner.log" && echo yes || echo no)"
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/r2.db" --budget 2 --runner false "$tmp/g.kiln" 2>"$tmp/err"
+"$kiln" tune --name g --target "$t" --db "$tmp/r2.db" --budget 2 --runner false "$tmp/g.kiln" 2>"$tmp/err"
 check "runner that fails: an error, exit 1" "1" "$?"
 
 # another machine's target: the harness cross-compiled (clang --target) and run under qemu, where installed
@@ -143,7 +164,7 @@ if command -v qemu-aarch64-static >/dev/null && command -v clang-19 >/dev/null &
 fi
 
 # interrupted: SIGINT finishes the run under way and keeps the database
-"$kiln" tune --name g --target x86_64-avx512 --db "$tmp/int.db" --budget 100 --dim M=128,N=128,K=128 "$tmp/g.kiln" \
+"$kiln" tune --name g --target "$t" --db "$tmp/int.db" --budget 100 --dim M=128,N=128,K=128 "$tmp/g.kiln" \
   2>"$tmp/err" &
 pid=$!
 sleep 6
@@ -154,7 +175,7 @@ rc=$?
 check "SIGINT: exit code 130" "130" "$rc"
 check "SIGINT: stops within seconds" "yes" "$([[ $(($(date +%s) - start)) -le 8 ]] && echo yes || echo no)"
 check "SIGINT: the database is there and reads" "0" \
-  "$("$kiln" gen --name g --out "$tmp/o7" --target x86_64-avx512 --tune-db "$tmp/int.db" "$tmp/g.kiln" 2>/dev/null; echo $?)"
+  "$("$kiln" gen --name g --out "$tmp/o7" --target "$t" --tune-db "$tmp/int.db" "$tmp/g.kiln" 2>/dev/null; echo $?)"
 check "SIGINT: said so" "1" "$(grep -c '(interrupted)' "$tmp/err")"
 
 # the database tests/gen's tuned library is built with matches tests/gen/dispatch.kiln (else run

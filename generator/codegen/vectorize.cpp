@@ -15,12 +15,17 @@
 // consecutive elements (an input or output at stride 1 with no gate, or an accumulator of one
 // element per lane); arithmetic, comparisons, selects and casts of such values, in elements of 4
 // or 8 bytes, one size per loop (a comparison's mask has the size of what it compares), W lanes
-// being whole vectors. Lanes must not see each other's elements: a buffer the loop stores to is
-// read only where it is stored, and a stored value that varies with the lane is a vector. An
+// being whole vectors. Lanes must not see each other's elements: a buffer the loop stores to at
+// several addresses (the rows of a register tile) is stored at addresses provably a vector's
+// lanes apart or more, and read where it is stored or as far from it, and a stored value that
+// varies with the lane is a vector. An
 // accumulator that a loop left scalar stores to stays scalar, and so do the loops that use it (an
 // accumulator of vectors is read element by element only, as a horizontal sum does). Other loops
 // stay scalar loops for the C compiler to vectorize.
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "generator/codegen/passes.h"
 
@@ -55,6 +60,119 @@ const UOp* register_of(const UOp* idx) {
   if (idx->op != Op::INDEX) return nullptr;
   const UOp* b = through_after(idx->src(0));
   return b->op == Op::BUFFER ? b : nullptr;
+}
+
+// An integer index expression as a polynomial over the nodes that are no sum or product (ranges,
+// vars, divisions): monomial (its atoms' ids, sorted) -> coefficient. Too many terms or a
+// coefficient past 2^62: none.
+using Monomial = std::vector<uint32_t>;
+using Poly = std::map<Monomial, i128>;
+constexpr i128 kPolyLimit = i128(1) << 62;
+constexpr size_t kPolyTerms = 64;
+
+class Polys {
+ public:
+  std::optional<Poly> of(const UOp* u) {
+    if (auto it = memo_.find(u); it != memo_.end()) return it->second;
+    std::optional<Poly> p = make(u);
+    memo_.emplace(u, p);
+    return p;
+  }
+  const UOp* atom(uint32_t id) const { return atoms_.at(id); }
+
+ private:
+  static bool fits(const Poly& p) {
+    if (p.size() > kPolyTerms) return false;
+    for (const auto& [m, c] : p)
+      if (c >= kPolyLimit || c <= -kPolyLimit) return false;
+    return true;
+  }
+  static void add_to(Poly& p, const Monomial& m, i128 c) {
+    if ((p[m] += c) == 0) p.erase(m);
+  }
+  std::optional<Poly> make(const UOp* u) {
+    Poly p;
+    if (!is_int(u->dtype) || u->dtype.count != 1) return std::nullopt;
+    if (u->op == Op::CONST) {
+      if (u->ival() != 0) p[{}] = u->ival();
+      return p;
+    }
+    auto operands = [&]() -> std::optional<std::pair<Poly, Poly>> {
+      std::optional<Poly> a = of(u->src(0)), b = of(u->src(1));
+      if (!a || !b) return std::nullopt;
+      return std::pair{*a, *b};
+    };
+    if ((u->op == Op::ADD || u->op == Op::SUB) && u->nsrc() == 2) {
+      auto ab = operands();
+      if (!ab) return std::nullopt;
+      p = ab->first;
+      for (const auto& [m, c] : ab->second) add_to(p, m, u->op == Op::ADD ? c : -c);
+    } else if (u->op == Op::MUL && u->nsrc() == 2) {
+      auto ab = operands();
+      if (!ab || ab->first.size() * ab->second.size() > kPolyTerms) return std::nullopt;
+      for (const auto& [ma, ca] : ab->first)
+        for (const auto& [mb, cb] : ab->second) {
+          Monomial m = ma;
+          m.insert(m.end(), mb.begin(), mb.end());
+          std::sort(m.begin(), m.end());
+          add_to(p, m, ca * cb);  // each under 2^62: the product fits in 128 bits
+        }
+    } else if (u->op == Op::NEG && u->nsrc() == 1) {
+      std::optional<Poly> a = of(u->src(0));
+      if (!a) return std::nullopt;
+      for (const auto& [m, c] : *a) p[m] = -c;
+    } else if (u->op == Op::CAST && is_int(u->src(0)->dtype) && u->vmin().i == u->src(0)->vmin().i &&
+               u->vmax().i == u->src(0)->vmax().i) {
+      return of(u->src(0));  // every value fits: the same numbers
+    } else {
+      atoms_[u->id] = u;
+      p[{u->id}] = 1;
+    }
+    if (!fits(p)) return std::nullopt;
+    return p;
+  }
+  std::unordered_map<const UOp*, std::optional<Poly>> memo_;
+  std::unordered_map<uint32_t, const UOp*> atoms_;
+};
+
+// Whether the vectors of `width` lanes at index expressions a and b (of the same lane stride)
+// never overlap: |a - b| >= width for every value the nodes take where the loop runs. A var is
+// bounded by the ranges around the loop too: a range of N / c iterations runs only where N >= c
+// (the columns of a register tile: its rows N apart, N at least the tile's width there).
+bool apart(Polys& polys, const UOp* a, const UOp* b, int64_t width) {
+  std::optional<Poly> pa = polys.of(a), pb = polys.of(b);
+  if (!pa || !pb) return false;
+  Poly d = *pa;
+  for (const auto& [m, c] : *pb)
+    if ((d[m] -= c) == 0) d.erase(m);
+  if (d.empty()) return false;
+  std::unordered_map<const UOp*, i128> at_least;  // var -> its least value where the loop runs
+  for (const UOp* top : {a, b})
+    for (const UOp* r : toposort(top)) {
+      if (r->op != Op::RANGE) continue;
+      const UOp* e = r->src(0);
+      const UOp* var = e->op == Op::DEFINE_VAR ? e : nullptr;
+      i128 least = 1;
+      if (e->op == Op::CDIV && e->src(0)->op == Op::DEFINE_VAR && e->src(1)->op == Op::CONST && e->src(1)->ival() > 0)
+        var = e->src(0), least = e->src(1)->ival();
+      if (var && least > at_least[var]) at_least[var] = least;
+    }
+  i128 lo = 0, hi = 0;
+  for (const auto& [m, c] : d) {
+    i128 mlo = c, mhi = c;  // the monomial's interval
+    for (uint32_t id : m) {
+      const UOp* x = polys.atom(id);
+      i128 xlo = x->exact_lo(), xhi = x->exact_hi();
+      if (auto it = at_least.find(x); it != at_least.end()) xlo = std::max(xlo, it->second);
+      if (xlo > xhi || xlo <= -kPolyLimit || xhi >= kPolyLimit) return false;
+      i128 cands[] = {mlo * xlo, mlo * xhi, mhi * xlo, mhi * xhi};
+      mlo = *std::min_element(std::begin(cands), std::end(cands));
+      mhi = *std::max_element(std::begin(cands), std::end(cands));
+      if (mlo <= -kPolyLimit || mhi >= kPolyLimit) return false;
+    }
+    lo += mlo, hi += mhi;
+  }
+  return lo >= width || hi <= -width;
 }
 
 struct LaneLoop {
@@ -94,8 +212,7 @@ class Vectorizer {
   struct Fact {
     uint32_t stamp = 0;
     bool body = false, vec = false, has_stride = false;
-    int64_t stride = 0;              // the lane stride of index math (when has_stride)
-    const UOp* stored_at = nullptr;  // a buffer's address where the loop stores it
+    int64_t stride = 0;  // the lane stride of index math (when has_stride)
   };
   Fact& fact(const UOp* u) {
     Fact& f = facts_[pos_[u->id]];
@@ -110,7 +227,7 @@ class Vectorizer {
     ++stamp_;
     Fact& lf = fact(lane);
     lf.body = lf.has_stride = true, lf.stride = 1;
-    std::vector<std::pair<const UOp*, const UOp*>> loaded;  // (buffer, address)
+    std::vector<std::pair<const UOp*, const UOp*>> loaded, stored;  // (buffer, address)
     int size = 0;
     bool closed = false;
     auto elem = [&](DType d) {  // a vector element: the loop's one size
@@ -163,11 +280,8 @@ class Vectorizer {
         const UOp* buf = access(u->src(0));
         if (!buf || !elem(u->src(0)->dtype)) return false;
         if (in_body(u->src(1)) && !is_vec(u->src(1))) return false;  // a lane's index as a value
-        if (buf->op == Op::PARAM) {
-          const UOp*& at_addr = fact(buf).stored_at;
-          if (at_addr && at_addr != u->src(0)->src(1)) return false;
-          at_addr = u->src(0)->src(1);
-        }
+        std::pair<const UOp*, const UOp*> at{buf, u->src(0)->src(1)};
+        if (buf->op == Op::PARAM && std::find(stored.begin(), stored.end(), at) == stored.end()) stored.push_back(at);
         if (buf->op == Op::BUFFER) l.buffers.push_back(buf);
         continue;
       }
@@ -199,8 +313,16 @@ class Vectorizer {
       make_vec(u);
     }
     if (!closed) return false;
+    // the lanes of one vector never meet another's: the addresses a buffer is stored at are a
+    // vector's lanes apart, and what is read of it is read where it is stored or as far away
+    Polys polys;
+    for (size_t i = 0; i < stored.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (stored[i].first == stored[j].first && !apart(polys, stored[i].second, stored[j].second, width))
+          return false;
     for (auto [buf, addr] : loaded)
-      if (const UOp* st = fact(buf).stored_at; st && st != addr) return false;
+      for (auto [sbuf, saddr] : stored)
+        if (sbuf == buf && saddr != addr && !apart(polys, addr, saddr, width)) return false;
     if (size == 0 || width * size % vbytes_ != 0) return false;  // whole vectors of the target's width
     if (vbytes_ / size < 2) return false;  // a "vector" of one element (Cortex-M: 4 bytes) is a scalar
     l.size = size;

@@ -224,10 +224,11 @@ check "codegen C compiles cleanly" "0 " "$? $(head -5 "$tmp/err")"
 check "codegen deterministic" "$(cat "$tmp/k.c")" "$("$kiln" codegen "${specs[@]}" 2>&1)"
 "$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-after "remove reduces" >"$tmp/out" 2>&1
 check "codegen dump-after header" "// ---- gemm_0 after remove reduces" "$(head -1 "$tmp/out")"
-# the tile of 8 rows of 64 lanes over the largest multiples of 8 in M and 64 in N (accumulators for
-# its blocks of K and for its last K % 64 steps), then the cleanup nests of the last N % 64 columns
-# (32 in lanes, the rest one at a time) and of the last M % 8 rows, each with accumulators of its own
-check "codegen dump-after has the accumulators" 53 "$(grep -c 'BUFFER:float\*reg' "$tmp/out")"
+# the cpu target's tile (16 registers of 16 bytes) of 6 rows of 8 lanes over the largest multiples
+# of 6 in M and 8 in N (accumulators for its blocks of K and for its last K % 64 steps), then the
+# cleanup nests of the last N % 8 columns (4 in lanes, the rest one at a time) and of the last M % 6
+# rows, each with accumulators of its own
+check "codegen dump-after has the accumulators" 41 "$(grep -c 'BUFFER:float\*reg' "$tmp/out")"
 check "codegen dump-all dumps every stage" 24 "$("$kiln" codegen "$here/specs/ok.kiln" --kernel gemm --dump-all | grep -c '^// ---- gemm_0 after ')"
 "$kiln" codegen "$here/specs/ok.kiln" --dump-after nonsense >/dev/null 2>"$tmp/err"
 check "codegen unknown stage" "1 kiln: error: unknown stage 'nonsense' (expected one of kernel ast, early movement ops, split ranges, initial symbolic, load collapse, simplify ranges, apply opts, expander, post-opt symbolic, add loads, remove reduces, local buffers, gpu dims, split ends, lower index dtype, final symbolic, decompositions, move gates, renderer rules, commit weak, implicit barriers, vectorize, devectorize, linearize)" "$? $(cat "$tmp/err")"

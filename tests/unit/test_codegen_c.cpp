@@ -173,24 +173,32 @@ TEST_F(CodegenTest, AnUnrolledIntegerMaxIsWrittenOutOnce) {
 
 TEST(CodegenOpts, MatmulIsRegisterTiled) {
   Context ctx;
-  // 16 columns: narrower than the cpu target's tiles of 32 and 64 lanes, so no cleanup nest
-  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {64, 32}), b = Tensor::input(ctx, "b", dtypes::float32, {32, 16});
+  // the cpu target's tile (16-byte vectors, 16 registers): 6 rows of 8 lanes, 2 vectors each; 48
+  // rows and 16 columns are whole tiles, so no cleanup nest
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {48, 32}), b = Tensor::input(ctx, "b", dtypes::float32, {32, 16});
   std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
   schedule::Schedule s = schedule::schedule(ins, outs, "k");
   const UOp* sink = s.kernels[0].ast;
   std::vector<codegen::Opt> opts = codegen::hand_coded_optimizations(sink);
   ASSERT_EQ(opts.size(), 3u);
-  EXPECT_EQ(opts[0].str(), "LANES(1, 16)");
-  EXPECT_EQ(opts[1].str(), "UPCAST(0, 8)");
-  EXPECT_EQ(opts[2].str(), "THREAD(0)");  // the 64 / 8 row tiles, shared among the cores
+  EXPECT_EQ(opts[0].str(), "LANES(1, 8)");
+  EXPECT_EQ(opts[1].str(), "UPCAST(0, 6)");
+  EXPECT_EQ(opts[2].str(), "THREAD(0)");  // the 48 / 6 row tiles, shared among the cores
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  // 8 rows of 16 lane accumulators (as vectors), one loop over K, the lane loops inside it
-  EXPECT_NE(c.find("kiln_vf32x4 acc7[4];"), std::string::npos) << c;  // 16 lanes: 4 vectors of the cpu target
+  // 6 rows of 8 lane accumulators (as vectors), one loop over K, the lane loops inside it
+  EXPECT_NE(c.find("kiln_vf32x4 acc5[2];"), std::string::npos) << c;  // 8 lanes: 2 vectors of the cpu target
+  EXPECT_EQ(c.find("kiln_vf32x4 acc6["), std::string::npos) << c;
   size_t k_loops = 0;
   for (size_t p = c.find("ridx2 < 32"); p != std::string::npos; p = c.find("ridx2 < 32", p + 1)) ++k_loops;
   EXPECT_EQ(k_loops, 1u) << c;
   size_t k = c.find("ridx2 < 32"), lane = c.find("acc0[alu10 / 4] = (val");
   EXPECT_LT(k, lane) << c;
+  // each row's sums are stored as vectors: the rows are 16 elements apart, 2 vectors of 4
+  size_t vector_stores = 0;
+  for (size_t p = c.find("kiln_store_vf32x4(&data0["); p != std::string::npos;
+       p = c.find("kiln_store_vf32x4(&data0[", p + 1))
+    ++vector_stores;
+  EXPECT_EQ(vector_stores, 6u) << c;
 }
 
 TEST(CodegenOpts, LongReductionsAreTiled) {
@@ -208,7 +216,11 @@ TEST(CodegenOpts, LongReductionsAreTiled) {
   schedule::Schedule r = schedule::schedule(ins, relu_outs, "r");
   EXPECT_EQ(codegen::tile_reduction(r.kernels[0].ast, 256), nullptr);  // an epilogue needs the whole sum
   std::string c = codegen::compile_to_c(s.kernels[0].ast, s.vars).source;
-  size_t zero = c.find("= 0.0f;"), blocks = c.find("< 4; ridx");
+  // the output zeroed (as vectors: its rows are stored apart), then the blocks
+  size_t zero = c.find("kiln_store_vf32x4(&data0["), blocks = c.find("< 4; ridx");
+  std::string zeroed = "kiln_store_vf32x4(&data0[alu7], kiln_splat_vf32x4(0.0f));";
+  ASSERT_NE(zero, std::string::npos) << c;
+  EXPECT_EQ(c.substr(zero, zeroed.size()), zeroed) << c;
   EXPECT_LT(zero, blocks) << c;
 }
 
@@ -249,7 +261,8 @@ TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
     // the tile, then the cleanup nests' own opts
     ASSERT_GE(chosen.size(), 4u) << name;
     EXPECT_EQ(chosen[0].rfind("LANES(1, ", 0), 0u) << name << ": " << chosen[0];
-    EXPECT_EQ(chosen[1], "UPCAST(0, 8)") << name;
+    // rows of the target's tile: 8 on AVX-512, 6 on 16 registers (6 x 16 floats on AVX2, 6 x 8 on cpu)
+    EXPECT_EQ(chosen[1], t.vector_registers >= 32 ? "UPCAST(0, 8)" : "UPCAST(0, 6)") << name;
     EXPECT_NE(src.find("< 64;"), std::string::npos) << name << ": no block of K\n" << src;
     std::vector<std::string> flags = kStrict;
     std::string c = render::c_preamble() + src;
@@ -257,9 +270,12 @@ TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
     crun::Library lib = crun::Library::compile(c, flags);
     std::mt19937_64 rng(11);
     for (auto [mm, nn, kk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                                {5, 15, 63},
+                                                                                {6, 16, 64},
                                                                                 {7, 31, 255},
                                                                                 {8, 32, 256},
                                                                                 {9, 33, 257},
+                                                                                {13, 17, 65},
                                                                                 {17, 65, 512},
                                                                                 {23, 70, 600},
                                                                                 {40, 80, 700},
@@ -604,7 +620,7 @@ TEST_F(CodegenTest, LoadCollapseKeepsASumWhoseMaskMatchesSeveralRows) {
 
 TEST(CodegenOpts, RowsAreUnrolledOnlyWhereTheyShareAReadOfTheReduction) {
   Context ctx;
-  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {64, 256}),
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {48, 256}),
          w = Tensor::input(ctx, "w", dtypes::float32, {256, 64});
   std::vector<Tensor> ins{x, w};
   auto opts_of = [&](Tensor out) {
@@ -614,8 +630,8 @@ TEST(CodegenOpts, RowsAreUnrolledOnlyWhereTheyShareAReadOfTheReduction) {
     for (const codegen::Opt& o : codegen::hand_coded_optimizations(sink)) s += o.str() + " ";
     return s;
   };
-  EXPECT_EQ(opts_of(x.matmul(w)), "LANES(1, 64) UPCAST(0, 8) THREAD(0) ");  // 8 rows share each read of w
-  EXPECT_EQ(opts_of(x.softmax(-1)), "LANES(1, 64) THREAD(0) ");             // each row reads its own
+  EXPECT_EQ(opts_of(x.matmul(w)), "LANES(1, 8) UPCAST(0, 6) THREAD(0) ");  // 6 rows share each read of w
+  EXPECT_EQ(opts_of(x.softmax(-1)), "LANES(1, 64) THREAD(0) ");            // each row reads its own
   EXPECT_EQ(opts_of(x.layernorm(-1)), "LANES(1, 64) THREAD(0) ");
 }
 

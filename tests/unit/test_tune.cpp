@@ -193,11 +193,12 @@ TEST_F(TuneGenTest, GenAppliesMatchingEntriesAndReportsStaleOnes) {
   std::map<std::string, std::string> h = hashes(spec);
   emit::GenResult plain = emit::generate(opts({spec}));
   ASSERT_TRUE(plain.ok) << plain.errors;
-  // the heuristics' tile of 64 columns over the largest multiple of 64 in N, cleanup nests of 32
-  // and 16 columns for the rest of the N % 16 bucket
+  // the heuristics' tile of the cpu target (16 registers of 16 bytes): 6 rows of 8 columns over
+  // the largest multiple of 6 in M, and a cleanup nest for the M % 6 rows left, 2 at a time (M %
+  // 16 == 0 leaves 0, 2 or 4)
   EXPECT_EQ(manifest_opts(plain, "sgemm[Mx16_Nx16]", "cpu"),
-            (std::vector<std::string>{"LANES(1, 64)", "UPCAST(0, 8)", "THREAD(0)", "LANES(16, 32)", "UPCAST(15, 8)",
-                                      "THREAD(15)", "LANES(21, 16)", "UPCAST(20, 8)", "THREAD(20)"}));
+            (std::vector<std::string>{"LANES(1, 8)", "UPCAST(0, 6)", "THREAD(0)", "LANES(16, 8)", "UPCAST(15, 2)",
+                                      "THREAD(15)"}));
   std::vector<emit::TuneEntry> db = {
       entry(h["sgemm cpu Mx16_Nx16"], "cpu", "Mx16_Nx16",
             {{Kind::Lane, 1, 16}, {Kind::Upcast, 0, 4}, {Kind::Thread, 0, 0}}),
@@ -258,13 +259,13 @@ TEST_F(TuneGenTest, AMalformedDatabaseIsAnError) {
 // report are each nest's, which no one list of opts on the whole kernel reproduces.)
 TEST(TunedOpts, TheHeuristicsChoiceGivenExplicitlyIsTheHeuristicsKernel) {
   testing_programs::ProgramInputs p;
-  for (auto [m, k, n] : {std::tuple{64, 64, 64}, {7, 13, 12}, {128, 1024, 64}, {1, 512, 48}}) {
+  for (auto [m, k, n] : {std::tuple{48, 64, 64}, {5, 13, 3}, {96, 1024, 64}, {1, 512, 48}}) {
     Tensor a = p.input("a", {m, k}), b = p.input("b", {k, n});
     schedule::Schedule s =
         schedule::schedule(p.ins, std::vector<Tensor>{a.matmul(b)}, "p" + std::to_string(p.programs++));
     p.ins.clear();
     const UOp* ast = s.kernels.at(0).ast;
-    for (const char* t : {"cpu", "x86_64-avx512"}) {
+    for (const char* t : {"cpu", "x86_64-avx2", "x86_64-avx512"}) {
       const UOp *before = nullptr, *heuristic = nullptr;
       std::vector<std::string> chosen;
       codegen::PipelineOptions po;

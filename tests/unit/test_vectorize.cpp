@@ -241,6 +241,54 @@ TEST(Vectorize, LoopsVectorsCannotExpressStayScalar) {
   }
 }
 
+TEST(Vectorize, RowsStoredApartBecomeVectorsAndOverlappingOnesStayScalar) {
+  // a register tile's epilogue: y[(2o + i) * N + 16n + r] = x[...] * 2 for rows i = 0, 1, the
+  // columns n over N / c (N a var), 16 lanes. Rows N apart are apart where the loop runs only if
+  // it runs at N >= 16 (c = 16, not c = 8); rows 8 apart (a constant) always overlap 16 lanes.
+  auto build = [](Graph& g, int64_t c, bool by_var) {
+    const UOp* n_var = g.ctx.var("N", 1, 64, i32);
+    const UOp *x = g.param(1, f32, 64 * 64), *y = g.param(0, f32, 64 * 64);
+    const UOp* o = g.range(2, AxisType::Loop);
+    const UOp* n = g.ctx.make(Op::RANGE, i32, {n_var->alu(Op::CDIV, g.c(c))}, RangeArg{g.axis++, AxisType::Loop, -1});
+    const UOp* r = g.range(16);
+    std::vector<const UOp*> stores;
+    for (int64_t i = 0; i < 2; ++i) {
+      const UOp* row = by_var ? Expr(o) * 2 * Expr(n_var) + Expr(n_var) * i : Expr(o) * 32 + Expr(g.c(8 * i));
+      const UOp* at = Expr(row) + Expr(n) * 16 + r;
+      stores.push_back(g.store(y, at, g.load(x, at)->alu(Op::MUL, g.ctx.cfloat(2.0, f32))));
+    }
+    const UOp* body = g.ctx.make(Op::GROUP, dtypes::void_, stores);
+    return g.sink({g.end(g.end(g.end(body, r), n), o)});
+  };
+  {
+    Graph g;
+    const UOp* s = build(g, 16, true);
+    const UOp* v = codegen::vectorize_lanes(s, 32);
+    ASSERT_NE(v, s);
+    ASSERT_EQ(verify(v), std::nullopt) << print_graph(v);
+    EXPECT_EQ(count(v, Op::STORE, 8), 2u) << print_graph(v);
+    // the same numbers at N = 48 (3 tiles of columns), every element the rows store
+    std::vector<double> in(64 * 64);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = double(i % 97) + 0.5;
+    interp::Buf xb = buf(f32, in), y0 = buf(f32, std::vector<double>(in.size(), -1.0)),
+                y1 = buf(f32, std::vector<double>(in.size(), -1.0));
+    interp::run_linear(codegen::linearize(s), std::vector<interp::Buf*>{&y0, &xb}, {{"N", 48}});
+    interp::run_linear(codegen::linearize(v), std::vector<interp::Buf*>{&y1, &xb}, {{"N", 48}});
+    EXPECT_EQ(y0.doubles(), y1.doubles());
+    EXPECT_EQ(y0.doubles()[48 * 3 + 47], (191 % 97 + 0.5) * 2);  // row 3's last column is stored
+  }
+  {
+    Graph g;
+    const UOp* s = build(g, 8, true);  // N >= 8 where it runs: rows 8 apart overlap 16 lanes
+    EXPECT_EQ(codegen::vectorize_lanes(s, 32), s);
+  }
+  {
+    Graph g;
+    const UOp* s = build(g, 16, false);  // rows 8 elements apart
+    EXPECT_EQ(codegen::vectorize_lanes(s, 32), s);
+  }
+}
+
 TEST(Vectorize, AnAccumulatorAScalarLoopStoresStaysScalarWithTheLoopsThatUseIt) {
   // acc[r] = 0 (a Lane loop); acc[i] = x[i] (a scalar loop); y[r] = acc[r] (a Lane loop)
   auto build = [](Graph& g, AxisType middle) {

@@ -76,12 +76,23 @@ const UOp* row_axis(const UOp* sink, const std::vector<const UOp*>& axes) {
 
 constexpr int64_t kLaneWidths[] = {64, 32, 16, 8, 4};
 
-// the lanes of a tile's row: the widest whose 8 rows of vectors (at least 2 each) fit in all but
-// 8 of the registers, else the widest (64)
-int64_t lane_width(int64_t item, int vector_registers, int vector_bytes) {
+// A register tile's shape: the lanes of a row and the rows. The widest lanes whose 8 rows of
+// vectors (at least 2 each) fit in all but 8 of the registers (AVX-512's 32: 8 x 32 floats, 16
+// accumulators). A file too small for that (AVX2's 16 registers, 16-byte vectors' 16) takes rows
+// of 2 vectors, as many as leave 3 registers for the operands (B's 2 vectors and A's broadcast),
+// 8 at most: 6 x 16 floats on AVX2, 12 accumulators, as OpenBLAS's Haswell kernel. (The 8 x 64
+// it had before spilled a block of C through L1 on every step: user-path sgemm 1024^3 on a
+// 2-core AMD EPYC (Zen 3), 1 thread: 23-27 GFLOP/s, against 49-57 for 6 x 16 and OpenBLAS's 69.)
+// Without real vectors (4 bytes: Cortex-M), the widest lanes and 8 rows, as before.
+struct TileShape {
+  int64_t lanes, rows;
+};
+TileShape tile_shape(int64_t item, int vector_registers, int vector_bytes) {
   for (int64_t w : kLaneWidths)
-    if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) return w;
-  return kLaneWidths[0];
+    if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) return {w, 8};
+  int64_t w = 2 * vector_bytes / item;
+  if (w < kLaneWidths[std::size(kLaneWidths) - 1] || vector_bytes < 2 * item) return {kLaneWidths[0], 8};
+  return {w, std::clamp<int64_t>((vector_registers - 3) / 2, 2, 8)};
 }
 
 }  // namespace
@@ -168,11 +179,12 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
   // N % 16 where the tile is 32 columns wide): the tile over the largest multiple, and a cleanup
   // nest over the rest, each optimized on its own (rather than the whole call without a tile)
   const UOp* tile_rows = reduces ? row_axis(sink, axes) : nullptr;
+  const UOp* store = nest ? sink->src(0)->src(0) : nullptr;
+  int64_t item = store && store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
+  TileShape shape = item > 0 ? tile_shape(item, vector_registers, vector_bytes) : TileShape{0, 8};
   if (reduces && nest && tile_rows) {
-    const UOp* store = sink->src(0)->src(0);
-    int64_t item = store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
-    int64_t lanes = item > 0 ? lane_width(item, vector_registers, vector_bytes) : 0;
-    int64_t rows = lanes * item / vector_bytes == 1 && 16 <= vector_registers - 8 ? 16 : 8;
+    int64_t lanes = item > 0 ? shape.lanes : 0;
+    int64_t rows = lanes * item / vector_bytes == 1 && 16 <= vector_registers - 8 ? 16 : shape.rows;
     // the widest piece of a tile that the loop holds at its largest: columns
     // of the tile's lanes or half as many, of whole vectors (the columns past the last 32 of a
     // symbolic N on AVX-512 are up to 31: 16 in lanes, the rest one at a time); rows of the
@@ -207,19 +219,14 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
     // does not change (B of a matmul, the weights of a convolution). Rows that share nothing
     // (softmax, layernorm) would only widen the working set.
     bool rows = tile_rows != nullptr;
-    // lanes of columns (4 AVX-512 vectors of floats at most), then 8 unrolled rows. Where the
-    // register file holds 8 rows of at least 2 vectors in all but 8 of its registers (AVX-512's 32),
-    // the lanes are the widest whose 8 rows fit: 8 x 32 floats on AVX-512, 16 accumulators, which
-    // LLVM allocates without a spill (8 x 64 needs 34 live vectors: LLVM's allocator then copies
-    // 23 registers per step, 44 against 50 GFLOP/s on sgemm 1024^3; GCC's C is the same at both).
-    // Smaller files (16 registers) keep 8 x 64 in L1: without packed operands, the tiles that fit
-    // them are slower (AVX2 8 x 8: 20 against 27 GFLOP/s; 16-byte vectors 8 x 4: 8 against 16).
+    // lanes of columns, then unrolled rows: the tile_shape() of the register file. On AVX-512,
+    // 8 x 32 floats, 16 accumulators, which LLVM allocates without a spill (8 x 64 needs 34 live
+    // vectors: LLVM's allocator then copies 23 registers per step, 44 against 50 GFLOP/s on
+    // sgemm 1024^3; GCC's C is the same at both). On 16 registers, rows of 2 vectors: the tiles
+    // that fit were once slower than 8 x 64 in L1 (AVX2 8 x 8: 20 against 27 GFLOP/s) only because
+    // their rows' stores stayed scalar; vectorize.cpp now proves the rows apart.
     std::vector<int64_t> widths(std::begin(kLaneWidths), std::end(kLaneWidths));
-    const UOp* store = nest ? sink->src(0)->src(0) : nullptr;
-    int64_t item = store && store->op == Op::STORE ? itemsize(store->src(1)->dtype) : 0;
-    if (rows && item > 0)
-      widths.erase(widths.begin(),
-                   std::find(widths.begin(), widths.end(), lane_width(item, vector_registers, vector_bytes)));
+    if (rows && item > 0) widths.erase(widths.begin(), std::find(widths.begin(), widths.end(), shape.lanes));
     // without unrolled rows the lanes are all the accumulators there are: fewer than 4 vectors
     // wait on the FMA's latency (a vector-matrix product, M = 1 and N % 16 on AVX-512: 16 lanes
     // took 2.8x the time of the 64 lanes and remainder loop split_store_lanes makes)
@@ -239,7 +246,7 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
     if (rows && lane_vectors == 1 && 16 <= vector_registers - 8)
       try_opt(tile_rows, Opt::Kind::Upcast, {16, 8, 4, 2});
     else if (rows)
-      try_opt(tile_rows, Opt::Kind::Upcast, {8, 4, 2});
+      try_opt(tile_rows, Opt::Kind::Upcast, {shape.rows, 4, 2});
   }
   // the outermost loop (after tiling: over tiles) is shared among the cores, where there are threads
   if (const UOp* s = threads ? mark_thread_axis(sink) : nullptr) {

@@ -1,6 +1,15 @@
 // The CPU features generated kernels are compiled for, detected once at run time.
 #include "kiln/kiln.h"
 
+#if defined(__linux__) || defined(__APPLE__)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#define KILN_CPU_FEATURES_ENV 1
+#else
+#define KILN_CPU_FEATURES_ENV 0
+#endif
+
 #if (defined(__arm__) || defined(__aarch64__) || defined(__riscv)) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
@@ -46,8 +55,59 @@ static uint32_t detect_cpu_features() {
   return bits;
 }
 
+#if KILN_CPU_FEATURES_ENV
+// KILN_CPU_FEATURES="avx2" (names as cpu_features_string() writes them, separated by spaces or
+// commas; "none" for none): the features the dispatch may use, of those detected. It only takes
+// features away, never adds one the CPU lacks: a way to run and measure each target's variants on
+// one machine (ONEDNN_MAX_CPU_ISA does as much for oneDNN). A list with an unknown name is
+// reported on stderr and ignored whole. ("asimd", AArch64's own, has no bit: naming it keeps none.)
+static uint32_t allowed_by_environment(const char* list) {
+  struct Name {
+    const char* name;
+    uint32_t bit;
+  };
+  static const Name kNames[] = {{"avx2", KILN_CPU_X86_AVX2},
+                                {"avx512", KILN_CPU_X86_AVX512},
+                                {"neon", KILN_CPU_ARM_NEON},
+                                {"rvv", KILN_CPU_RISCV_V},
+                                {"sve256", KILN_CPU_ARM_SVE256},
+                                {"asimd", 0},
+                                {"none", 0}};
+  uint32_t allowed = 0;
+  bool named = false;  // an empty list (or separators alone) is no list
+  for (const char* p = list; *p != '\0';) {
+    const size_t len = std::strcspn(p, " ,");
+    if (len > 0) {
+      named = true;
+      bool known = false;
+      for (const Name& n : kNames)
+        if (std::strlen(n.name) == len && std::strncmp(n.name, p, len) == 0) {
+          allowed |= n.bit;
+          known = true;
+        }
+      if (!known) {
+        std::fprintf(stderr,
+                     "kiln: KILN_CPU_FEATURES: unknown feature '%.*s': the list is ignored (known: avx2 avx512 "
+                     "neon rvv sve256 asimd none)\n",
+                     int(len), p);
+        return ~0u;
+      }
+    }
+    p += len;
+    if (*p != '\0') ++p;
+  }
+  return named ? allowed : ~0u;
+}
+#endif
+
 uint32_t cpu_features() {
-  static const uint32_t bits = detect_cpu_features();
+  static const uint32_t bits = [] {
+    uint32_t detected = detect_cpu_features();
+#if KILN_CPU_FEATURES_ENV
+    if (const char* list = std::getenv("KILN_CPU_FEATURES")) detected &= allowed_by_environment(list);
+#endif
+    return detected;
+  }();
   return bits;
 }
 

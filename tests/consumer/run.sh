@@ -22,7 +22,28 @@ cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAK
 cmake --build "$work/build"
 
 echo "== run the app"
-"$work/build/app"
+"$work/build/app" | tee "$work/app.log"
+
+# KILN_CPU_FEATURES keeps only the features it names: each x86 target's variants run here, and
+# are checked, whatever this CPU's best is; a list with an unknown name is reported and ignored
+echo "== the app with KILN_CPU_FEATURES=avx2, then none"
+if grep -q '^kiln consumer app: kernels of nn.kiln on a CPU with avx2' "$work/app.log"; then
+  KILN_CPU_FEATURES=avx2 "$work/build/app" >"$work/avx2.log" 2>&1 || { cat "$work/avx2.log"; fail "the app failed with avx2 alone"; }
+  grep -q "on x86_64-avx512" "$work/avx2.log" && fail "a call took an x86_64-avx512 variant with KILN_CPU_FEATURES=avx2"
+  grep -q "on x86_64-avx2" "$work/avx2.log" || fail "no call took an x86_64-avx2 variant with KILN_CPU_FEATURES=avx2"
+  grep -q "^all results match the reference" "$work/avx2.log" || fail "the app did not check its results with avx2 alone"
+  echo "  avx2: $(grep -c 'on x86_64-avx2' "$work/avx2.log") calls on x86_64-avx2"
+fi
+KILN_CPU_FEATURES=none "$work/build/app" >"$work/none.log" 2>&1 || { cat "$work/none.log"; fail "the app failed with none"; }
+grep -q "^kiln consumer app: kernels of nn.kiln on a CPU with none$" "$work/none.log" || fail "KILN_CPU_FEATURES=none kept a feature"
+grep -q "on x86_64-" "$work/none.log" && fail "a call took an x86 variant with KILN_CPU_FEATURES=none"
+grep -q "^all results match the reference" "$work/none.log" || fail "the app did not check its results with none"
+echo "  none: $(grep -c ' on cpu' "$work/none.log") calls on cpu"
+KILN_CPU_FEATURES="avx2,sse9" "$work/build/app" >"$work/bad.log" 2>"$work/bad.err" || fail "the app failed with an unknown feature"
+[[ "$(cat "$work/bad.err")" == "kiln: KILN_CPU_FEATURES: unknown feature 'sse9': the list is ignored (known: avx2 avx512 neon rvv sve256 asimd none)" ]] ||
+  fail "an unknown feature: $(cat "$work/bad.err")"
+[[ "$(grep '^kiln consumer app' "$work/bad.log")" == "$(grep '^kiln consumer app' "$work/app.log")" ]] ||
+  fail "a list with an unknown feature was not ignored"
 
 echo "== run the C program (C99, -Wall -Werror)"
 "$work/build/capp"

@@ -333,7 +333,10 @@ Context* from_c(kiln_context* ctx);
 
 // ---------------------------------------------------------------- CPU features
 
-// The KILN_CPU_* bits of this machine, detected once. AVX512 is reported only with AVX2.
+// The KILN_CPU_* bits of this machine, detected once. AVX512 is reported only with AVX2. The
+// environment variable KILN_CPU_FEATURES ("avx2", "none": names as cpu_features_string() writes
+// them) keeps only the features it names, so that each target's variants run on one machine; it
+// never adds one the CPU lacks (read on Linux and macOS).
 uint32_t cpu_features();
 // "avx2 avx512", "avx2" or "none".
 std::string cpu_features_string();

@@ -81,8 +81,9 @@ constexpr int64_t kLaneWidths[] = {64, 32, 16, 8, 4};
 // accumulators). A file too small for that (AVX2's 16 registers, 16-byte vectors' 16) takes rows
 // of 2 vectors, as many as leave 3 registers for the operands (B's 2 vectors and A's broadcast),
 // 8 at most: 6 x 16 floats on AVX2, 12 accumulators, as OpenBLAS's Haswell kernel. (The 8 x 64
-// it had before spilled a block of C through L1 on every step: user-path sgemm 1024^3 on a
-// 2-core AMD EPYC (Zen 3), 1 thread: 23-27 GFLOP/s, against 49-57 for 6 x 16 and OpenBLAS's 69.)
+// it had before kept 32 accumulators in L1: the x86_64-avx2 sgemm variants called directly, 1
+// thread, AMD EPYC Zen 4: 1024^3 33-38 against 43-44 GFLOP/s, 1000^3 31-34 against 53-75; conv2d
+// 3x3 64 -> 64 over 56^2 6.8 against 12-13.)
 // Without real vectors (4 bytes: Cortex-M), the widest lanes and 8 rows, as before.
 struct TileShape {
   int64_t lanes, rows;

@@ -20,7 +20,9 @@
 // is one kernel, and softmax/layernorm over the last axis are one kernel each (the row
 // statistics are computed once per row, before the row's outputs). Otherwise the scheduler
 // realizes a buffer: the reduce itself when it is used at several indices or by several kernels,
-// or the node under the movement ops through which the consumer reads it (matmul's expand).
+// or the node under the movement ops through which the consumer reads it (matmul's expand), or
+// a pad that overlapping windows read (a convolution's or a pooling's padded input: one pass over
+// the input, then every window reads it without a gate, which vectorizes).
 // A reduction of a constant 2^16 elements or more to one value is first split in two (256
 // partial results, then theirs: split_reduce.h), so the cores can share the first kernel.
 #pragma once

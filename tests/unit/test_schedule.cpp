@@ -125,7 +125,7 @@ TEST_F(ScheduleTest, ReduceUsedByTwoOutputsIsComputedOnce) {
 
 TEST_F(ScheduleTest, ConvAndAttentionSchedule) {
   Tensor x = input("x", {2, 3, 9, 9}), w = input("w", {4, 3, 3, 3}), b = input("b", {4});
-  Schedule conv = run({x.conv2d(w, &b, 1, {1, 1}, {1, 1}, {1, 1}).relu()});
+  Schedule conv = run({x.conv2d(w, &b, 1, {1, 1}, {1, 1}, {0, 0}).relu()});
   EXPECT_EQ(conv.kernels.size(), 1u);
   expect_well_formed(conv);
   Context local;
@@ -136,6 +136,39 @@ TEST_F(ScheduleTest, ConvAndAttentionSchedule) {
   Schedule att = schedule::schedule(qkv, out, "att");
   EXPECT_EQ(att.kernels.size(), 3u);  // the scores, the softmax, the product with v
   expect_well_formed(att);
+}
+
+// Overlapping windows over padding read the padded tensor from a buffer of its own, ungated: the
+// pad is a kernel, the windows another. A window that reads each element once, and a pad of
+// constants, stay in their kernel.
+TEST_F(ScheduleTest, PaddingUnderOverlappingWindowsIsRealized) {
+  Tensor x = input("x", {2, 3, 9, 9}), w = input("w", {4, 3, 3, 3});
+  auto gated_reads = [](const schedule::Kernel& k) {
+    size_t n = 0;
+    for (const UOp* u : toposort(k.ast))
+      n += u->op == Op::INDEX && u->src(1)->op == Op::WHERE && u->src(1)->src(2)->is_invalid();
+    return n;
+  };
+  for (int64_t stride : {1, 2}) {
+    Schedule s = run({x.conv2d(w, nullptr, 1, {stride, stride}, {1, 1}, {1, 1})});
+    ASSERT_EQ(s.kernels.size(), 2u) << stride;
+    expect_well_formed(s);
+    const Buffer& padded = s.buffers[size_t(s.kernels[0].buffers[0])];
+    EXPECT_EQ(padded.kind, Buffer::Kind::Intermediate);
+    EXPECT_EQ(shape_str(padded.shape), "[2, 3, 11, 11]");
+    EXPECT_GT(gated_reads(s.kernels[0]), 0u);  // the copy reads x gated
+    EXPECT_EQ(gated_reads(s.kernels[1]), 0u);  // the windows read the copy as it is
+  }
+  // a 2x2 max pool of stride 2 over padding reads each element once: one kernel
+  Schedule pool = run({x.max_pool2d({2, 2}, {2, 2}, {1, 1})});
+  EXPECT_EQ(pool.kernels.size(), 1u);
+  // a sum over a padded axis: one kernel
+  Schedule sum = run({x.pad_value({{0, 0}, {0, 0}, {0, 0}, {2, 3}}, 0).sum({3})});
+  EXPECT_EQ(sum.kernels.size(), 1u);
+  // avg_pool2d without the padding in its count: x's pad realized, the count's (of constants) not
+  Schedule avg = run({x.avg_pool2d({3, 3}, {1, 1}, {1, 1}, {1, 1}, false, false)});
+  EXPECT_EQ(avg.kernels.size(), 2u);
+  expect_well_formed(avg);
 }
 
 // ---------------------------------------------------------------- outputs and buffers

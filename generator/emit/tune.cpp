@@ -20,6 +20,7 @@
 #include "generator/render/llvm.h"
 #include "generator/rewrite/rewrite.h"
 #include "generator/symbolic/symbolic.h"
+#include "generator/target/host.h"
 #include "generator/target/llvm_compile.h"
 
 namespace kiln::emit::detail {
@@ -57,30 +58,6 @@ struct Candidate {
   double base = -1;  // the heuristics' kernel's best in the same samples
   bool bad = false;  // its outputs disagree with the heuristics', or it crashed
 };
-
-// Why this machine cannot run `t`'s kernels itself ("" where it can): another architecture, or an
-// x86 target whose features the CPU lacks (an AVX2-only machine and x86_64-avx512's kernels, which
-// would die on their first instruction). A runner (an emulator, ssh) runs them instead.
-std::string cannot_run_here(const target::Target& t) {
-  if (t.arch == "any") return "";
-#if defined(__x86_64__)
-  if (t.arch != "x86_64") return "it is an x86_64 machine, the target's kernels are " + t.arch + " code";
-  std::string missing;
-  for (const std::string& f : t.runtime_features) {
-    bool has = f == "avx2"       ? __builtin_cpu_supports("avx2")
-               : f == "fma"      ? __builtin_cpu_supports("fma")
-               : f == "avx512f"  ? __builtin_cpu_supports("avx512f")
-               : f == "avx512bw" ? __builtin_cpu_supports("avx512bw")
-               : f == "avx512dq" ? __builtin_cpu_supports("avx512dq")
-               : f == "avx512vl" ? __builtin_cpu_supports("avx512vl")
-                                 : false;
-    if (!has) missing += (missing.empty() ? "" : " ") + f;
-  }
-  return missing.empty() ? "" : "its CPU lacks " + missing;
-#else
-  return "kiln tune runs " + t.arch + " kernels only through a runner on this machine";
-#endif
-}
 
 // A value of the dim inside the bucket `b` (none: the generic variant's, which no bucket takes),
 // as near `want` as the range allows
@@ -525,7 +502,7 @@ TuneResult Tuner::run() {
   }
   if (!g_.prepare(r.errors)) return r;
   target_ = g_.targets().front();
-  if (std::string why = t_.runner.empty() ? cannot_run_here(*target_) : ""; !why.empty()) {
+  if (std::string why = t_.runner.empty() ? target::cannot_run_here(*target_) : ""; !why.empty()) {
     r.errors = "kiln: error: this machine cannot run " + target_->name + " kernels (" + why +
                "): tune on a machine that can, or name a --runner that runs them (an emulator, ssh)\n";
     return r;

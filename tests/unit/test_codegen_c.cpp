@@ -17,6 +17,7 @@
 #include "generator/ir/text.h"
 #include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
+#include "generator/target/host.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
 #include "tests/unit/cast_cases.h"
@@ -46,26 +47,6 @@ std::string c_source(const schedule::Schedule& s, const target::Target* t = targ
   std::string src;
   for (const auto& k : s.kernels) src += codegen::compile_to_c(k.ast, s.vars, o).source;
   return src;
-}
-
-// whether this machine runs the C of target t (compiled with its flags)
-bool runs_here(const target::Target& t) {
-  if (t.arch == "any") return true;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  for (const std::string& f : t.runtime_features) {
-    bool has = f == "avx2"       ? __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-               : f == "avx512f"  ? __builtin_cpu_supports("avx512f")
-               : f == "avx512bw" ? __builtin_cpu_supports("avx512bw")
-               : f == "avx512dq" ? __builtin_cpu_supports("avx512dq")
-               : f == "avx512vl" ? __builtin_cpu_supports("avx512vl")
-               : f == "fma"      ? __builtin_cpu_supports("fma")
-                                 : false;
-    if (!has) return false;
-  }
-  return t.arch == "x86_64";
-#else
-  return false;
-#endif
 }
 
 struct Program {
@@ -266,7 +247,7 @@ TEST(CodegenOpts, CleanupTilesAndBlocksOfASymbolicMatmulAreExact) {
     EXPECT_NE(src.find("< 64;"), std::string::npos) << name << ": no block of K\n" << src;
     std::vector<std::string> flags = kStrict;
     std::string c = render::c_preamble() + src;
-    if (runs_here(t)) c = with_target_flags(t, flags, c);
+    if (target::runs_here(t)) c = with_target_flags(t, flags, c);
     crun::Library lib = crun::Library::compile(c, flags);
     std::mt19937_64 rng(11);
     for (auto [mm, nn, kk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
@@ -428,7 +409,7 @@ TEST(CodegenRandomPrograms, AgreeWithTheOracle) {
   // one compile for all programs, with the flags of the best target this machine runs
   std::vector<std::string> flags = kStrict;
   for (const target::Target& t : target::targets())
-    if (runs_here(t)) {
+    if (target::runs_here(t)) {
       src = with_target_flags(t, flags, src);
       break;
     }
@@ -741,7 +722,7 @@ TEST_F(CodegenTest, VectorLoopsAreRightAtEveryTargetWidth) {
     // with its flags where this machine runs them, and without (any machine: the compiler lowers
     // vectors wider than its ISA's, and the C stays warning-free)
     std::vector<std::pair<std::vector<std::string>, std::string>> builds{{kStrict, render::c_preamble() + src}};
-    if (runs_here(t) && !t.c_flags.empty()) {
+    if (target::runs_here(t) && !t.c_flags.empty()) {
       builds.emplace_back(kStrict, "");
       builds.back().second = with_target_flags(t, builds.back().first, render::c_preamble() + src);
       ++ran;
@@ -788,7 +769,7 @@ TEST(CodegenCasts, CastsInLaneLoopsAgreeAtEveryTargetWidth) {
       progs.push_back(std::move(p));
     }
     std::vector<std::string> flags = kStrict;
-    if (runs_here(t))
+    if (target::runs_here(t))
       src = with_target_flags(t, flags, src);
     else  // vectors wider than this CPU's, in GCC's generic code: its note that their ABI differs is no error
       flags.push_back("-Wno-psabi");

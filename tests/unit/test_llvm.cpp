@@ -19,6 +19,7 @@
 #include "generator/render/c.h"
 #include "generator/render/llvm.h"
 #include "generator/schedule/schedule.h"
+#include "generator/target/host.h"
 #include "generator/target/llvm_compile.h"
 #include "generator/target/target.h"
 #include "tests/unit/c_runner.h"
@@ -39,15 +40,6 @@ const target::Target& tgt(std::string_view name) {
   const target::Target* t = target::find(name);
   if (!t) throw std::runtime_error("no target " + std::string(name));
   return *t;
-}
-
-// whether this machine runs the target's code (its objects are compiled and checked either way)
-bool runs_here(const target::Target& t) {
-  if (t.name == "x86_64-avx512")
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  if (t.name == "x86_64-avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return false;
 }
 
 const char* const kTargets[] = {"x86_64-avx2", "x86_64-avx512"};
@@ -145,7 +137,7 @@ struct LlvmTest : ::testing::Test, ProgramInputs {
     for (const char* name : kTargets) {
       const target::Target& t = tgt(name);
       crun::Library lib = object_library(c, t, s.vars);
-      if (!runs_here(t)) continue;
+      if (!target::runs_here(t)) continue;
       for (auto vars : bindings)
         for (int64_t cores : {1, 3}) {
           vars[".cores"] = cores;
@@ -389,8 +381,8 @@ TEST(LlvmRandomPrograms, AgreeWithTheOracle) {
     cases.push_back(std::move(c));
   }
   // the widest target this machine runs, each program the target's own
-  const target::Target& t = runs_here(tgt("x86_64-avx512")) ? tgt("x86_64-avx512") : tgt("x86_64-avx2");
-  if (!runs_here(t)) GTEST_SKIP() << "this machine runs neither x86_64-avx512 nor x86_64-avx2";
+  const target::Target& t = target::runs_here(tgt("x86_64-avx512")) ? tgt("x86_64-avx512") : tgt("x86_64-avx2");
+  if (!target::runs_here(t)) GTEST_SKIP() << "this machine runs neither x86_64-avx512 nor x86_64-avx2";
   std::vector<std::vector<codegen::CKernel>> programs;
   for (const Case& c : cases) programs.push_back(c.compiled.programs(t, c.sched.vars));
   for (size_t i = 0; i < cases.size(); ++i)
@@ -633,7 +625,7 @@ TEST(LlvmVectorIr, LanewiseNodesRenderAsVectors) {
   EXPECT_NE(ir.find("fptosi <8 x float>"), std::string::npos) << ir;
   EXPECT_NE(ir.find("@llvm.masked.load.v8f32.p0"), std::string::npos) << ir;
   EXPECT_NE(ir.find("store <8 x i16>"), std::string::npos) << ir;  // bfloat16 as its bits
-  if (!runs_here(t)) GTEST_SKIP() << "this machine does not run AVX-512";
+  if (!target::runs_here(t)) GTEST_SKIP() << "this machine does not run AVX-512";
   crun::Library lib = crun::Library::link_object(target::compile_module(t, ir, target::Artifact::Object));
   // every buffer against a guard page after its end, then before its start
   for (guard::Side side : guard::kSides) {

@@ -95,7 +95,7 @@ class Polys {
     if (!is_int(u->dtype) || u->dtype.count != 1) return std::nullopt;
     if (u->op == Op::CONST) {
       if (u->ival() != 0) p[{}] = u->ival();
-      return p;
+      return fits(p) ? std::optional<Poly>(p) : std::nullopt;
     }
     auto operands = [&]() -> std::optional<std::pair<Poly, Poly>> {
       std::optional<Poly> a = of(u->src(0)), b = of(u->src(1));
@@ -115,7 +115,9 @@ class Polys {
           Monomial m = ma;
           m.insert(m.end(), mb.begin(), mb.end());
           std::sort(m.begin(), m.end());
-          add_to(p, m, ca * cb);  // each under 2^62: the product fits in 128 bits
+          i128 c = ca * cb;  // each under 2^62: the product fits in 128 bits
+          if (c >= kPolyLimit || c <= -kPolyLimit) return std::nullopt;  // so do 64 such terms summed
+          add_to(p, m, c);
         }
     } else if (u->op == Op::NEG && u->nsrc() == 1) {
       std::optional<Poly> a = of(u->src(0));

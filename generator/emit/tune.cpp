@@ -59,23 +59,6 @@ struct Candidate {
   bool bad = false;  // its outputs disagree with the heuristics', or it crashed
 };
 
-// A value of the dim inside the bucket `b` (none: the generic variant's, which no bucket takes),
-// as near `want` as the range allows
-std::optional<int64_t> value_in_bucket(const frontend::Dim& d, const Specialization* b, int64_t want) {
-  auto fits = [&](int64_t x) {
-    if (b) return b->multiple ? x % b->value == 0 : x == b->value;
-    for (const Specialization& s : d.specializations)
-      if (s.multiple ? x % s.value == 0 : x == s.value) return false;
-    return true;
-  };
-  want = std::clamp(want, d.min, d.max);
-  for (int64_t x = want; x >= d.min; --x)
-    if (fits(x)) return x;
-  for (int64_t x = want + 1; x <= d.max; ++x)
-    if (fits(x)) return x;
-  return std::nullopt;
-}
-
 // a candidate's time against the heuristics' kernel's: "0.83x"
 std::string ratio_text(double r) {
   char buf[32];

@@ -1,5 +1,6 @@
 #include "generator/emit/tune_harness.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <unordered_map>
@@ -9,6 +10,21 @@
 #include "generator/symbolic/symbolic.h"
 
 namespace kiln::emit::detail {
+
+std::optional<int64_t> value_in_bucket(const frontend::Dim& d, const frontend::Specialization* b, int64_t want) {
+  auto fits = [&](int64_t x) {
+    if (b) return b->multiple ? x % b->value == 0 : x == b->value;
+    for (const frontend::Specialization& s : d.specializations)
+      if (s.multiple ? x % s.value == 0 : x == s.value) return false;
+    return true;
+  };
+  want = std::clamp(want, d.min, d.max);
+  for (int64_t x = want; x >= d.min; --x)
+    if (fits(x)) return x;
+  for (int64_t x = want + 1; x <= d.max; ++x)
+    if (fits(x)) return x;
+  return std::nullopt;
+}
 
 namespace {
 

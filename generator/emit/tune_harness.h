@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "generator/frontend/spec_ast.h"
 #include "generator/ir/uop.h"
 
 namespace kiln::emit::detail {
@@ -17,6 +19,10 @@ struct BufferInfo {
   int kind;  // 0 bool, 1 float32, 2 float64, 3 float16, 4 bfloat16, 5 integer
   int elem;
 };
+
+// The value of dim `d` a harness times a variant at: inside the bucket `b` (none: the generic
+// variant's, which no bucket takes), as near `want` as the range allows; none if no value is.
+std::optional<int64_t> value_in_bucket(const frontend::Dim& d, const frontend::Specialization* b, int64_t want);
 
 // The buffers of a kernel AST by PARAM slot, their sizes at these values of the dims
 // (`dims`: the spec's DEFINE_VARs, in the order of `values`).

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "generator/frontend/shape.h"
 #include "generator/ir/text.h"
-#include "generator/rewrite/rewrite.h"
 #include "generator/schedule/split_reduce.h"
+#include "generator/schedule/windows.h"
 #include "generator/schedule/workspace.h"
 #include "generator/symbolic/symbolic.h"
 
@@ -359,7 +358,7 @@ class Scheduler {
         // scalar, and the padded copy costs a pass over the input (3x3 64 -> 64 over 56^2, the
         // AVX-512 and AVX2 variants on a Zen 4, 1 thread: 28-37 and 12-14 GFLOP/s gated, 100-105
         // and 70-100 ungated)
-        if (u != root_ && inside->op != Op::CONST && reads_memory(x) && windows_overlap(padded)) throw Realize{u};
+        if (u != root_ && inside->op != Op::CONST && reads_memory(x) && windows_overlap(ctx_, padded)) throw Realize{u};
         src.valid = simp(Expr(at.valid) & Expr(inside));
         const UOp* v = inline_node(x, src, base, depth + 1);
         if (inside->op == Op::CONST) return inside->cval().i ? v : zero_of(ctx_, u->dtype);
@@ -373,24 +372,6 @@ class Scheduler {
     return inline_node(x, src, u->op == Op::EXPAND ? base_below(x) : base, depth + 1);
   }
 
-  // Whether windows read each element of a padded dim several times: an index into it moves by
-  // less with an output range than a reduce range spans (oy + ky - 1: by 1 against 3, and a
-  // stride-2 window's 2 against 3). A padded sum reads each element once (a split reduction's
-  // p * chunk + r: chunk against chunk), as does a pooling whose stride is its window.
-  bool windows_overlap(const std::vector<const UOp*>& padded) {
-    for (const UOp* j : padded) {
-      std::vector<const UOp*> loops, reduces;
-      for (const UOp* n : toposort(j))
-        if (n->op == Op::RANGE) (n->arg<RangeArg>().type == AxisType::Reduce ? reduces : loops).push_back(n);
-      for (const UOp* a : loops)
-        for (const UOp* b : reduces) {
-          std::optional<int64_t> sa = step_along(j, a), sb = step_along(j, b);
-          const UOp* extent = b->src(0);
-          if (sa && sb && extent->op == Op::CONST && *sa > 0 && *sb > 0 && *sa < extent->ival() * *sb) return true;
-        }
-    }
-    return false;
-  }
   // whether tensor x reads an input (a pad of what is computed from constants alone, avg_pool's
   // count of the cells inside, is a select that vectorizes as it is)
   bool reads_memory(const UOp* x) {
@@ -398,13 +379,6 @@ class Scheduler {
     if (fresh)
       for (const UOp* n : toposort(x)) it->second = it->second || n->op == Op::PARAM;
     return it->second;
-  }
-  // how far index j moves when range r moves by one, where that is a constant
-  std::optional<int64_t> step_along(const UOp* j, const UOp* r) {
-    const UOp* at = ctx_.var("kiln.step", 0, int64_t(1) << 40);  // r's stand-in (r + 1 contains r)
-    const UOp* d = simp(Expr(substitute(j, r, Expr(at) + 1)) - Expr(substitute(j, r, at)));
-    if (d->op != Op::CONST) return std::nullopt;
-    return d->ival();
   }
 
   // The node a realization under an expand would buffer: the first non-movement node.

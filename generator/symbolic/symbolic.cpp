@@ -387,4 +387,10 @@ const UOp* simplify(const UOp* u) {
   return graph_rewrite(u, symbolic(), nullptr, opts);
 }
 
+std::optional<int64_t> step_along(const UOp* u, const UOp* r, const UOp* at) {
+  const UOp* step = simplify(Expr(substitute(u, r, Expr(at) + 1)) - Expr(substitute(u, r, at)));
+  if (step->op != Op::CONST) return std::nullopt;
+  return step->ival();
+}
+
 }  // namespace kiln

@@ -4,6 +4,8 @@
 //   sym:             + valid (gate) simplification and the opinionated term rules
 #pragma once
 
+#include <optional>
+
 #include "generator/rewrite/rewrite.h"
 
 namespace kiln {
@@ -25,6 +27,10 @@ const UOp* simplify(const UOp* u);
 // value, the very node simplify() gives, without the rewrite. nullptr where it is not one, or a
 // step does not fold (division by zero, Invalid, a float): simplify() then decides.
 const UOp* fold_int_constants(const UOp* u);
+// How far index expression u moves when range r moves by one, where that is a constant: u with
+// r at `at` + 1 less u with r at `at`, simplified. `at` is r's stand-in (another range or a var:
+// r + 1 would contain r).
+std::optional<int64_t> step_along(const UOp* u, const UOp* r, const UOp* at);
 
 // Helpers shared by the rule files.
 const UOp* uop_given_valid(const UOp* valid, const UOp* u, bool try_simplex = true);  // valid.cpp

@@ -47,9 +47,8 @@ bool reads_consecutive_along(const UOp* sink, const UOp* r) {
   const UOp* at = clone_range(r, first_free_axis(sink));  // r's stand-in, for r + 1 (a node cannot contain itself)
   for (const ReductionRead& rd : reads_in_reductions(sink)) {
     if (!contains(rd.addr, r)) continue;
-    const UOp* next = substitute(rd.addr, r, Expr(at) + 1);
-    const UOp* step = simplify(Expr(next) - Expr(substitute(rd.addr, r, at)));
-    if (step->op != Op::CONST || step->ival() < 1 || step->ival() > 4) return false;
+    std::optional<int64_t> step = step_along(rd.addr, r, at);
+    if (!step || *step < 1 || *step > 4) return false;
   }
   return true;
 }
@@ -92,7 +91,7 @@ TileShape tile_shape(int64_t item, int vector_registers, int vector_bytes) {
   for (int64_t w : kLaneWidths)
     if (w * item >= 2 * vector_bytes && 8 * (w * item / vector_bytes) <= vector_registers - 8) return {w, 8};
   int64_t w = 2 * vector_bytes / item;
-  if (w < kLaneWidths[std::size(kLaneWidths) - 1] || vector_bytes < 2 * item) return {kLaneWidths[0], 8};
+  if (w < kLaneWidths[std::size(kLaneWidths) - 1]) return {kLaneWidths[0], 8};
   return {w, std::clamp<int64_t>((vector_registers - 3) / 2, 2, 8)};
 }
 

@@ -401,14 +401,6 @@ const UOp* split_reduce_lanes(const UOp* sink, int64_t width) {
 
 namespace {
 
-// how far an address moves when r moves by one (nullopt: not by a constant)
-std::optional<int64_t> step_along(const UOp* addr, const UOp* r, const UOp* at) {
-  const UOp* next = substitute(addr, r, Expr(at) + 1);
-  const UOp* step = simplify(Expr(next) - Expr(substitute(addr, r, at)));
-  if (step->op != Op::CONST) return std::nullopt;
-  return step->ival();
-}
-
 struct StoreLanes {
   int32_t next_axis;
 };

@@ -208,6 +208,9 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   s += "  if (!::abi_ok()) return ::kiln::detail::abi_check(" + std::to_string(kAbiVersion) + ", \"" + o_.name +
        "\");\n";
   s += "  kiln::Status st = ::bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
+  // a GPU context: refused, after the checks a CPU call has (the library has only CPU variants)
+  s += "  if (ctx != nullptr && !ctx->device().is_cpu()) return ::kiln::detail::device_check(\"" + k.name +
+       "\", ctx);\n";
   s += "  void* const args[] = {";
   for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
   s += "};\n";
@@ -231,6 +234,12 @@ std::string Generator::entry_points(const KernelInfo& k) const {
        "d);\n  if (!st.ok()) return \"error: \" + std::string(st.message());\n";
   s += "  return ::kiln::detail::explain(\"" + k.name + "\", ::kVariants_" + k.name + ", ::kVariantCount_" + k.name +
        ", d, ::kDimNames_" + k.name + ");\n}\n";
+  // explain for a call through a context: its device's variants
+  s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ", const kiln::Context* ctx) {\n";
+  s += "  if (ctx != nullptr && !ctx->device().is_cpu()) {\n" + init + "    kiln::Status st = ::bind_" + k.name + "(" +
+       names + "d);\n    if (!st.ok()) return \"error: \" + std::string(st.message());\n";
+  s += "    return ::kiln::detail::device_explain(\"" + k.name + "\", ctx);\n  }\n";
+  s += "  return " + k.name + "_explain(" + names.substr(0, names.size() - 2) + ");\n}\n";
   return s;
 }
 

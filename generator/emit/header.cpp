@@ -97,6 +97,8 @@ std::string Generator::header(size_t fi) const {
     s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + ");\n";
     s += "// which variant a call with these arguments takes, and why (or what is wrong with the call)\n";
     s += "std::string " + k.name + "_explain(" + signature(k, false) + ");\n";
+    s += "// the same for a call through ctx: on a GPU context, its device's variants (or why none runs)\n";
+    s += "std::string " + k.name + "_explain(" + signature(k, false) + ", const kiln::Context* ctx);\n";
   }
   return s + "\n}  // namespace " + o_.name + "\n#endif  // __cplusplus\n";
 }

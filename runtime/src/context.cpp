@@ -7,6 +7,7 @@
 #include <new>
 
 #include "config.h"
+#include "device.h"
 #include "kiln/kiln_c.h"
 #include "message.h"
 #if KILN_THREADS
@@ -222,11 +223,50 @@ struct Context::Impl {
   void* given_workspace = nullptr;
   size_t given_workspace_bytes = 0;
   Block own_workspace;
+#if KILN_DEVICES
+  detail::DeviceState device;  // a GPU Context's driver and device
+#endif
 };
 
 Context::Context() : Context(hardware_threads()) {}
 
 Context::Context(int threads) : Context(threads, nullptr) {}
+
+Context::Context(Device device) : Context(device, hardware_threads()) {}
+
+Context::Context(Device device, int threads) : Context(threads, nullptr) {
+  device_ = device;
+  if (ok()) open_device();
+}
+
+void Context::open_device() {
+#if KILN_DEVICES
+  detail::open_device(device_, impl().device);
+#endif
+}
+
+Status Context::status() const {
+  if (!ok()) return Status(StatusCode::ResourceExhausted, "context: its allocator gave no memory for its state");
+  if (device_.is_cpu()) return Status();
+#if KILN_DEVICES
+  return const_cast<Context*>(this)->impl().device.status;
+#else
+  return (detail::Message() << device_.name()
+                            << ": this runtime reaches no GPU (it was built without the heap or a dynamic loader)")
+      .status(StatusCode::Unsupported);
+#endif
+}
+
+std::string Context::device_name() const {
+  if (device_.is_cpu()) return "CPU";
+#if KILN_DEVICES
+  if (ok()) {
+    const std::string& name = const_cast<Context*>(this)->impl().device.name;
+    if (!name.empty()) return name;
+  }
+#endif
+  return device_.name();
+}
 
 #if KILN_HEAP
 Context::Context(int threads, const kiln_allocator_t* given) : threads_(clamp_threads(threads)), impl_(nullptr) {

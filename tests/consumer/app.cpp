@@ -308,12 +308,37 @@ void bad_calls() {
   std::printf("bad calls: statuses as expected\n");
 }
 
+// A context on a GPU the library has no kernels for (or whose driver this machine lacks): it says
+// why, a call through it is refused naming the kernel and runs nothing, and the CPU calls after it
+// run as before.
+void gpu_context(std::mt19937& rng) {
+  kiln::Context gpu(kiln::Device::cuda(0));
+  std::printf("CUDA context: %s\n",
+              gpu.status().ok() ? ("found " + gpu.device_name()).c_str() : std::string(gpu.status().message()).c_str());
+  std::vector<float> a = random_vector(8 * 8, rng), b = random_vector(8 * 8, rng), c = poisoned(8 * 8);
+  kiln::Status st = nn::gemm(kiln::TensorView(a.data(), {8, 8}), kiln::TensorView(b.data(), {8, 8}),
+                             kiln::TensorView(c.data(), {8, 8}), &gpu);
+  const std::string message(st.message());
+  if (st.ok() || message.rfind("gemm: ", 0) != 0) {
+    std::printf("FAIL: a call through the CUDA context: %s\n", st.ok() ? "ok" : message.c_str());
+    ++failures;
+  }
+  for (float x : c)
+    if (x == x) {
+      std::printf("FAIL: a call through the CUDA context wrote its output\n");
+      ++failures;
+      break;
+    }
+  std::printf("gemm through it: %s\n", message.c_str());
+}
+
 }  // namespace
 
 int main() {
   std::mt19937 rng(42);
   kiln::Context ctx(2);  // two threads; a call without a context runs on the calling thread
   std::printf("kiln consumer app: kernels of nn.kiln on a CPU with %s\n", kiln::cpu_features_string().c_str());
+  gpu_context(rng);
   gemm(1, 256, 256, nullptr, rng);  // a vector-matrix product: the M == 1 variant
   gemm(32, 64, 128, &ctx, rng);     // M % 16 == 0 and N % 64 == 0
   gemm(37, 50, 70, &ctx, rng);      // no bucket: the generic variant

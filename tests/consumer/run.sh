@@ -24,6 +24,17 @@ cmake --build "$work/build"
 echo "== run the app"
 "$work/build/app" | tee "$work/app.log"
 
+# a CUDA context on this machine: without the driver (as on CI's machines) it says so, and the
+# app's CPU calls after it still run; with a driver, the call through it is refused all the same
+# (the library has CPU variants only)
+grep -q "^CUDA context: " "$work/app.log" || fail "the app made no CUDA context"
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda[.]so[.]1 '; then
+  grep -q "^CUDA context: no CUDA driver: libcuda.so.1 cannot be loaded" "$work/app.log" ||
+    fail "a CUDA context on a machine without the driver did not say 'no CUDA driver'"
+  grep -q "^gemm through it: gemm: no CUDA driver: " "$work/app.log" ||
+    fail "a call through a CUDA context without the driver did not return the context's status"
+fi
+
 # KILN_CPU_FEATURES keeps only the features it names: each x86 target's variants run here, and
 # are checked, whatever this CPU's best is; a list with an unknown name is reported and ignored
 echo "== the app with KILN_CPU_FEATURES=avx2, then none"

@@ -296,6 +296,117 @@ TEST(Dispatch, OutputsThatOverlapAnotherArgumentAreRefused) {
   for (Side side : kiln::guard::kSides) expect_overlaps_refused(side);
 }
 
+// A GPU context whose driver cannot be loaded (KILN_CUDA_LIBRARY names a file that is not there,
+// as on a machine with no NVIDIA driver): the context says why, a call through it returns that
+// status with the kernel's name in front and runs nothing, a bad call is refused as on the CPU, and
+// the CPU calls of the same program still run.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+TEST(Dispatch, AGpuContextWithoutItsDriverSaysSoAndTheCpuCallsStillRun) {
+  ScopedEnv env("KILN_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+  kiln::Context gpu(kiln::Device::cuda(0));
+  EXPECT_EQ(gpu.device(), kiln::Device::cuda(0));
+  EXPECT_EQ(gpu.device().name(), "CUDA device 0");
+  EXPECT_EQ(gpu.device_name(), "CUDA device 0");  // the driver never named it
+  kiln::Status st = gpu.status();
+  EXPECT_EQ(st.code(), kiln::StatusCode::Unsupported);
+#if KILN_HEAP
+  const std::string why = "no CUDA driver: /nonexistent/libcuda.so.1 cannot be loaded (";
+#else
+  const std::string why = "CUDA device 0: this runtime reaches no GPU";
+#endif
+  EXPECT_TRUE(starts_with(st.message(), why)) << st.message();
+  std::vector<float> a = random_floats(4 * 8, 1), b = random_floats(8 * 16, 2), c(4 * 16, kNaN);
+  kiln::TensorView va(a.data(), {4, 8}), vb(b.data(), {8, 16}), vc(c.data(), {4, 16});
+  kiln::Status call = kiln_gen_test::gemm(va, vb, vc, &gpu);
+  EXPECT_EQ(call.code(), kiln::StatusCode::Unsupported);
+  EXPECT_TRUE(starts_with(call.message(), "gemm: " + why)) << call.message();
+  for (float x : c) ASSERT_TRUE(std::isnan(x));  // nothing ran
+  EXPECT_TRUE(starts_with(kiln_gen_test::gemm_explain(va, vb, vc, &gpu), "error: gemm: " + why));
+  // a bad call says what is wrong with it, as it does on the CPU
+  expect_status(kiln_gen_test::gemm(va, kiln::TensorView(b.data(), {7, 16}), vc, &gpu),
+                kiln::StatusCode::InvalidArgument, "gemm: argument b: dim 0 (K) is 7, but argument a dim 1 set K = 8");
+  // the CPU context of the same program runs the call
+  kiln::Context cpu(kiln::Device::cpu(), 2);
+  EXPECT_TRUE(cpu.status().ok());
+  EXPECT_EQ(cpu.device_name(), "CPU");
+  ASSERT_TRUE(kiln_gen_test::gemm(va, vb, vc, &cpu).ok());
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 16; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < 8; ++p) want += double(a[size_t(i * 8 + p)]) * b[size_t(p * 16 + j)];
+      ASSERT_NEAR(c[size_t(i * 16 + j)], want, 1e-5);
+    }
+  EXPECT_EQ(taken(kiln_gen_test::gemm_explain(va, vb, vc, &cpu)), taken(kiln_gen_test::gemm_explain(va, vb, vc)));
+  // a negative index is no device
+  EXPECT_EQ(kiln::Context(kiln::Device::opencl(-1)).status().code(),
+            KILN_HEAP ? kiln::StatusCode::InvalidArgument : kiln::StatusCode::Unsupported);
+}
+
+#if KILN_HEAP
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// The OpenCL device PoCL gives (CI installs it): found and named by the driver; the library has no
+// OpenCL variant, so a call says so, naming the kernel and the device; a device index past the
+// platforms' devices and an ICD loader that is not there are reported.
+TEST(Dispatch, AnOpenClContextFindsItsDeviceAndACallSaysTheLibraryHasNoVariantForIt) {
+  {
+    ScopedEnv env("KILN_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1");
+    kiln::Status st = kiln::Context(kiln::Device::opencl()).status();
+    EXPECT_TRUE(starts_with(st.message(), "no OpenCL platform: /nonexistent/libOpenCL.so.1 cannot be loaded ("))
+        << st.message();
+  }
+  if (kSanitized) GTEST_SKIP() << "PoCL's LLVM is not instrumented: the dev build runs this";
+  ScopedEnv cache("POCL_CACHE_DIR", ::testing::TempDir().c_str());
+  kiln::Context gpu(kiln::Device::opencl());
+  kiln::Status st = gpu.status();
+  if (!st.ok() && std::getenv("TEST_SRCDIR") != nullptr) GTEST_SKIP() << "under Bazel's sandbox: " << st.message();
+  ASSERT_TRUE(st.ok()) << st.message() << " (CI installs PoCL: pocl-opencl-icd)";
+  const std::string name = gpu.device_name();
+  EXPECT_NE(name, "OpenCL device 0");
+  EXPECT_NE(name.find(": "), std::string::npos) << name;  // "<device>: <platform>"
+  std::vector<float> a(4 * 8, 1.0f), b(8 * 16, 1.0f), c(4 * 16, kNaN);
+  kiln::TensorView va(a.data(), {4, 8}), vb(b.data(), {8, 16}), vc(c.data(), {4, 16});
+  expect_status(
+      kiln_gen_test::gemm(va, vb, vc, &gpu), kiln::StatusCode::Unsupported,
+      "gemm: the library has no variant for OpenCL device 0 (" + name + "): it was built for CPU targets only");
+  for (float x : c) ASSERT_TRUE(std::isnan(x));
+  EXPECT_EQ(
+      kiln_gen_test::gemm_explain(va, vb, vc, &gpu),
+      "error: gemm: the library has no variant for OpenCL device 0 (" + name + "): it was built for CPU targets only");
+  kiln::Status far = kiln::Context(kiln::Device::opencl(99)).status();
+  EXPECT_TRUE(starts_with(far.message(), "OpenCL device 99 not found: the platforms have ")) << far.message();
+}
+#endif
+
 // wide's workspace is R x 1024 floats with R up to 2^53 - 1 (so every element count fits an
 // int64_t, as check demands): from R = 2^51 on, more bytes than an int64_t counts. The size says
 // so (SIZE_MAX) and a call is refused before anything runs.

@@ -24,7 +24,7 @@
 // ok calls and failing ones alike (a C status is then one of a few slots of the runtime's), but a
 // Context's own workspace (give it one, set_workspace, or an allocator), the C API's
 // kiln_context_create without an allocator and what returns a std::string (cpu_features_string,
-// <kernel>_explain). 1 elsewhere: message() is a std::string and a failing call's message is on
+// <kernel>_explain, the device names). 1 elsewhere: message() is a std::string and a failing call's message is on
 // the heap (the ok path allocates nothing either way). The layouts of Status and Context differ
 // between the two, under the same names: every file of a program, the runtime's included, must
 // be compiled the same way (with the installed package: -DKILN_NO_HEAP with
@@ -276,6 +276,39 @@ namespace detail {
 void* workspace(Context* ctx, size_t bytes, Status* status);
 }
 
+// Where a Context's calls run: the CPU (the default), or a GPU through its driver, which the
+// runtime loads when a Context is made for it (dlopen: libOpenCL.so.1, libcuda.so.1; the
+// environment variables KILN_OPENCL_LIBRARY and KILN_CUDA_LIBRARY name another file). An
+// application linked with GPU kernels thus starts, and runs its CPU variants, on a machine with
+// no driver: the GPU Context's status() says what is missing.
+class Device {
+ public:
+  enum class Kind : int32_t { Cpu = 0, OpenCL = 1, Cuda = 2 };
+
+  constexpr Device() noexcept = default;  // the CPU
+  static constexpr Device cpu() noexcept { return Device(); }
+  // the index-th OpenCL device, counting the devices of every platform in the ICD loader's order
+  static constexpr Device opencl(int index = 0) noexcept { return Device(Kind::OpenCL, index); }
+  // the CUDA device of that ordinal, as the driver numbers them
+  static constexpr Device cuda(int ordinal = 0) noexcept { return Device(Kind::Cuda, ordinal); }
+
+  constexpr Kind kind() const noexcept { return kind_; }
+  constexpr int index() const noexcept { return index_; }
+  constexpr bool is_cpu() const noexcept { return kind_ == Kind::Cpu; }
+  // "CPU", "OpenCL device 0", "CUDA device 1": the device as asked for (Context::device_name()
+  // has the driver's name for it)
+  std::string name() const;
+  friend constexpr bool operator==(const Device& a, const Device& b) noexcept {
+    return a.kind_ == b.kind_ && a.index_ == b.index_;
+  }
+  friend constexpr bool operator!=(const Device& a, const Device& b) noexcept { return !(a == b); }
+
+ private:
+  constexpr Device(Kind kind, int index) noexcept : kind_(kind), index_(index) {}
+  Kind kind_ = Kind::Cpu;
+  int index_ = 0;
+};
+
 // The thread pool and the workspace that calls through it share. One call at a time: a
 // parallel_for that finds the pool busy (another thread's call, or one from inside a task) runs
 // its tasks on the calling thread instead of waiting.
@@ -289,7 +322,12 @@ class Context {
   // functions: the heap). Should the
   // allocator give nothing for the state, ok() is false and the Context must only be destroyed.
   Context(int threads, const kiln_allocator_t* allocator);
-  ~Context();  // joins the pool's threads
+  // A Context whose calls run on `device`. For a GPU the runtime loads its driver and finds the
+  // device now; status() says whether it did ("no OpenCL platform: ...", "no CUDA driver: ...").
+  // `threads`: the pool's, for the work that stays on the CPU.
+  explicit Context(Device device);
+  Context(Device device, int threads);
+  ~Context();  // joins the pool's threads, and lets go of a GPU driver
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   Context(Context&&) = delete;
@@ -300,6 +338,14 @@ class Context {
   int threads() const { return threads_; }
   // false only for a Context whose allocator gave no memory for its state
   bool ok() const noexcept;
+  // Ok, or why calls through this Context cannot run: its allocator gave no memory for its state
+  // (ResourceExhausted), or its GPU cannot be reached (Unsupported: no driver, no platform, no
+  // device of that index). A call through a Context that is not ok returns this status.
+  Status status() const;
+  Device device() const noexcept { return device_; }
+  // the driver's name for the device ("NVIDIA H200", "pthread-skylake-avx512: Portable Computing
+  // Language"), "CPU" for the CPU, or the name() asked for where the device was not found
+  std::string device_name() const;
 
   // The application's own parallel-for, used instead of the pool: it must run task(arg, i) for
   // every i in [0, n) and return when all are done. (nullptr, nullptr) goes back to the pool.
@@ -318,7 +364,10 @@ class Context {
   friend void* detail::workspace(Context* ctx, size_t bytes, Status* status);
   Impl& impl() noexcept;
 
+  void open_device();
+
   int threads_;
+  Device device_;
 #if KILN_HEAP
   Impl* impl_;  // from the allocator, or new'd
 #else
@@ -388,6 +437,14 @@ inline Extent extent(const kiln_tensor& t, size_t itemsize) noexcept {
 inline bool overlap(const Extent& a, const Extent& b) noexcept { return a.begin < b.end && b.begin < a.end; }
 // InvalidArgument "<kernel>: argument <output>: output overlaps <input|output> <other> in memory ..."
 Status overlap_error(const char* kernel, const char* output, const char* other, bool other_is_output);
+
+// A call of `kernel` through ctx when ctx's device is not the CPU: ctx's status with the kernel's
+// name in front where the device cannot be reached, else Unsupported "<kernel>: the library has
+// no variant for <device> (<driver's name>)". The generated entry points ask after their checks of
+// the arguments, so a bad call is refused as it is on the CPU.
+Status device_check(const char* kernel, const Context* ctx);
+// "<kernel> on <device>: no variant ...": explain's line for such a call
+std::string device_explain(const char* kernel, const Context* ctx);
 
 // What the generated C entry points add to the C++ ones' checks: InvalidArgument
 // "<kernel>: no context (...)" for a NULL kiln_context, "<kernel>: argument <arg>: null kiln_tensor"

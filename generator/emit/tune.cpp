@@ -290,6 +290,7 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
       t_.budget_s > 0 ? Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(share))
                       : Clock::time_point::max();
   double base_ns = -1, best_ratio = -1, beam_ratio = -1;
+  int dead_runs = 0;  // harness runs that failed before their first line (a runner that cannot run it)
   std::vector<size_t> todo(cands.size());
   for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
   std::string runner = t_.runner.empty() ? "" : t_.runner + " ";
@@ -320,6 +321,7 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
       if (interrupted()) return;
       // a run that ended without a line for the next candidate, and not at its budget, died on it
       if (next < n && rc != 0) {
+        dead_runs += !any;
         on(next + 1, false, 0, 0, "");
         next += 1;
       } else if (next < n && !any) {
@@ -384,7 +386,9 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
       });
     }
     if (base_ns < 0) {
-      if (stopped()) break;
+      // the budget may end while a slow build runs (an ASan build of kiln, a loaded machine): that
+      // is no error, but a harness that ran and failed is, however little budget is left
+      if (interrupted() || (stopped() && dead_runs == 0)) break;
       err = "kiln: error: the timing harness of " + what + " timed nothing (in " + t_.work_dir + "; the runner '" +
             t_.runner + "')\n";
       return false;

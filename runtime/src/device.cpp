@@ -47,6 +47,25 @@ const char* load_error() {
   return e != nullptr ? e : "no reason given";
 }
 
+// Loads the driver library into st.driver and returns its path; where it cannot be loaded,
+// st.status says so, after `none` ("no CUDA driver")
+const char* open_driver(DeviceState& st, const char* variable, const char* usual, const char* none) {
+  const char* path = library(variable, usual);
+  st.driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (st.driver == nullptr)
+    st.status = (Message() << none << ": " << path << " cannot be loaded (" << load_error() << ")")
+                    .status(StatusCode::Unsupported);
+  return path;
+}
+
+// whether every entry point was found; else st.status says the driver lacks `api`
+template <class... F>
+bool found(DeviceState& st, const char* none, const char* path, const char* api, F... entry_points) {
+  if ((... && (entry_points != nullptr))) return true;
+  st.status = (Message() << none << ": " << path << " lacks " << api).status(StatusCode::Unsupported);
+  return false;
+}
+
 template <class F> F symbol(void* lib, const char* name) {
   F f;
   void* p = dlsym(lib, name);
@@ -65,22 +84,15 @@ constexpr uint64_t kClDeviceTypeAll = 0xFFFFFFFF;
 constexpr cl_uint kClPlatformName = 0x0902, kClDeviceName = 0x102B;
 
 void open_opencl(int index, DeviceState& st) {
-  const char* path = library("KILN_OPENCL_LIBRARY", "libOpenCL.so.1");
-  st.driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (st.driver == nullptr) {
-    st.status = (Message() << "no OpenCL platform: " << path << " cannot be loaded (" << load_error() << ")")
-                    .status(StatusCode::Unsupported);
-    return;
-  }
+  const char* none = "no OpenCL platform";
+  const char* path = open_driver(st, "KILN_OPENCL_LIBRARY", "libOpenCL.so.1", none);
+  if (st.driver == nullptr) return;
   auto platforms_of = symbol<GetPlatformIDs>(st.driver, "clGetPlatformIDs");
   auto devices_of = symbol<GetDeviceIDs>(st.driver, "clGetDeviceIDs");
   auto platform_info = symbol<GetInfo>(st.driver, "clGetPlatformInfo");
   auto device_info = symbol<GetInfo>(st.driver, "clGetDeviceInfo");
-  if (!platforms_of || !devices_of || !platform_info || !device_info) {
-    st.status = (Message() << "no OpenCL platform: " << path << " lacks the OpenCL 1.2 entry points")
-                    .status(StatusCode::Unsupported);
+  if (!found(st, none, path, "the OpenCL 1.2 entry points", platforms_of, devices_of, platform_info, device_info))
     return;
-  }
   cl_uint nplatforms = 0;
   cl_int err = platforms_of(0, nullptr, &nplatforms);
   // -1001 (CL_PLATFORM_NOT_FOUND_KHR): the loader found no installed platform
@@ -128,22 +140,13 @@ using CuDeviceGetName = int (*)(char*, int, int);
 constexpr int kCudaErrorNoDevice = 100;
 
 void open_cuda(int ordinal, DeviceState& st) {
-  const char* path = library("KILN_CUDA_LIBRARY", "libcuda.so.1");
-  st.driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (st.driver == nullptr) {
-    st.status = (Message() << "no CUDA driver: " << path << " cannot be loaded (" << load_error() << ")")
-                    .status(StatusCode::Unsupported);
-    return;
-  }
+  const char* path = open_driver(st, "KILN_CUDA_LIBRARY", "libcuda.so.1", "no CUDA driver");
+  if (st.driver == nullptr) return;
   auto init = symbol<CuInit>(st.driver, "cuInit");
   auto count_of = symbol<CuDeviceGetCount>(st.driver, "cuDeviceGetCount");
   auto device_of = symbol<CuDeviceGet>(st.driver, "cuDeviceGet");
   auto name_of = symbol<CuDeviceGetName>(st.driver, "cuDeviceGetName");
-  if (!init || !count_of || !device_of || !name_of) {
-    st.status = (Message() << "no CUDA driver: " << path << " lacks the driver API's entry points")
-                    .status(StatusCode::Unsupported);
-    return;
-  }
+  if (!found(st, "no CUDA driver", path, "the driver API's entry points", init, count_of, device_of, name_of)) return;
   if (int err = init(0); err != 0) {
     st.status =
         (err == kCudaErrorNoDevice ? Message() << "no CUDA device: the driver (" << path << ") found none"

@@ -29,7 +29,8 @@ struct DeviceState {
   DeviceState& operator=(const DeviceState&) = delete;
   ~DeviceState();  // dlclose
 
-  void* driver = nullptr;    // the dlopen handle, kept for the calls to come
+  void* driver = nullptr;  // the dlopen handle, kept for the calls to come
+  // the device, as the driver's calls to come (a context, queues, buffers) take it:
   void* platform = nullptr;  // OpenCL: the device's platform (cl_platform_id)
   void* handle = nullptr;    // OpenCL: the cl_device_id
   int ordinal = -1;          // CUDA: the CUdevice

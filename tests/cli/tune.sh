@@ -167,7 +167,13 @@ fi
 "$kiln" tune --name g --target "$t" --db "$tmp/int.db" --budget 100 --dim M=128,N=128,K=128 "$tmp/g.kiln" \
   2>"$tmp/err" &
 pid=$!
-sleep 6
+# once the search is under way (its first variant reported): a signal sent before kiln installs
+# its handler would meet the SIG_IGN a script's background job starts with, and be lost (an ASan
+# kiln on a loaded machine took longer than the 6 s this once slept)
+for _ in $(seq 120); do
+  grep -q 'candidates timed' "$tmp/err" 2>/dev/null && break
+  sleep 0.5
+done
 kill -INT $pid
 start=$(date +%s)
 wait $pid

@@ -71,6 +71,11 @@ const UOp* merge_reduce_ends(const UOp* sink);
 inline constexpr const char* kCoreVar = ".core";
 inline constexpr const char* kCoresVar = ".cores";
 inline constexpr int64_t kMaxCores = 256;
+// the scratch buffer pack_shared_operand (opt/pack.cpp) copies a tile's operand into: a PARAM in the
+// slot after the kernel's buffers, of .cores regions, each of at most kPackElementsMost elements
+// (where the operand's block may be larger, it is not packed)
+inline constexpr const char* kPackBuffer = ".pack";
+inline constexpr int64_t kPackElementsMost = int64_t(1) << 18;
 const UOp* add_gpudims(const UOp* sink, const target::Target& t);
 
 // split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last; an END

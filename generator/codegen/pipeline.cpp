@@ -36,9 +36,9 @@ class Stages {
 };
 
 // kiln tune's opts in the heuristics' place; OptError where one does not apply
-const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string>* applied) {
+const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string>* applied, bool scratch) {
   std::string why;
-  const UOp* r = apply_tuned_opts(s, t, &why);
+  const UOp* r = apply_tuned_opts(s, t, &why, scratch);
   if (!r) throw OptError(why);
   if (applied)
     for (const Opt& o : t.opts) applied->push_back(o.str());
@@ -64,9 +64,10 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   if (opts.optimize && target.gpu && opts.tuned)
     throw OptError("kiln tune's opts are for CPU targets, not " + target.name);
   if (opts.optimize && target.gpu) s = mark_global_axes(s);  // one work item per output element
-  if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts);
+  if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts, opts.scratch);
   if (opts.optimize && !target.gpu && !opts.tuned)
-    for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads))
+    for (const Opt& o :
+         hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads, opts.scratch))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile
@@ -115,6 +116,25 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
                            [](const UOp* u) { return u->op == Op::DEFINE_VAR && u->arg<VarArg>().name == kCoreVar; });
   for (const UOp* u : k.linear)
     if (u->op == Op::PARAM) k.buffer_args = std::max(k.buffer_args, u->arg<ParamArg>().slot + 1);
+  for (const UOp* u : k.linear)  // the scratch: its size is (.cores - 1) * stride + one region's
+    if (u->op == Op::PARAM && u->arg<ParamArg>().name == kPackBuffer) {
+      Context& ctx = u->ctx();
+      const UOp* n = u->src(0);
+      auto with_cores = [&](int64_t c) {  // (.cores in the dtype the index dtype stage gave it)
+        std::unordered_map<const UOp*, const UOp*> map;
+        for (const UOp* v : toposort(n))
+          if (v->op == Op::DEFINE_VAR && v->arg<VarArg>().name == kCoresVar) map[v] = ctx.cint(c, v->dtype);
+        return Expr(simplify(substitute(n, map)));
+      };
+      Expr one = with_cores(1), two = with_cores(2);
+      const UOp* stride = simplify(two - one);
+      if (stride->op != Op::CONST)
+        throw InternalError("kernel " + k.name + ": its scratch's regions are not a constant apart");
+      const int64_t item = itemsize(u->dtype.elem());
+      k.scratch_slot = u->arg<ParamArg>().slot;
+      k.scratch_stride = stride->ival() * item;
+      k.scratch_bytes = simplify(one * item);
+    }
   for (const UOp* u : k.linear)  // the launch: what the work-item ids run over
     if (u->op == Op::SPECIAL) {
       std::string_view n = u->arg<Name>().s;

@@ -33,6 +33,10 @@ struct PipelineOptions {
   bool require_proven_bounds = true;
   // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice
   std::optional<TunedOpts> tuned;
+  // with optimize: a kernel may take a scratch buffer (CKernel::scratch_slot) that the caller lays
+  // out, .cores regions of CKernel::scratch_bytes each (kiln gen's dispatch and kiln tune's harness
+  // do; a caller that passes the schedule's buffers only leaves it off)
+  bool scratch = false;
 };
 
 // PipelineOptions::tuned does not apply to the kernel (the message says which opt and why).
@@ -66,6 +70,12 @@ struct CKernel {
   std::array<const UOp*, 3> global_size{}, local_size{};
   int32_t buffer_args = 0;          // the buffers an OpenCL kernel takes (its highest PARAM slot + 1), before the vars
   std::vector<AccessProof> bounds;  // every load and store, and whether it is proven inside its buffer
+  // the scratch buffer (PipelineOptions::scratch): its slot, after the schedule's buffers (-1: none);
+  // core c's region starts scratch_stride * c bytes in, and the last is scratch_bytes long (an
+  // expression of the dims): a call with n cores passes (n - 1) * scratch_stride + scratch_bytes
+  int32_t scratch_slot = -1;
+  int64_t scratch_stride = 0;
+  const UOp* scratch_bytes = nullptr;
 };
 
 // The whole path to C; it throws InternalError for an access it cannot prove in bounds (bounds.h)

@@ -132,7 +132,7 @@ bool Generator::build_kernels(size_t fi, std::string& err, const std::string* on
       return clash("cannot be a C++ function name (" + why + ")");
     for (const SpecFile& g : files_)  // every spec of the library: one namespace
       for (const frontend::Kernel& other : g.spec.kernels)
-        for (const char* suffix : {"_explain", "_workspace_size"})
+        for (const char* suffix : {"_explain", "_workspace_size", "_workspace_size_for"})
           if (k.name == other.name + suffix)
             return clash("clashes with the generated function " + other.name + suffix + " of kernel '" + other.name +
                          "'" + (&g == &f ? "" : " in " + g.path));
@@ -241,6 +241,7 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         codegen::PipelineOptions po;
         po.target = t;
         po.applied_opts = &code.opts;
+        po.scratch = true;  // the dispatch lays it out in the workspace
         if (!tune_db_.empty()) po.tuned = tuned_opts(label, hash, *t, v.tag);
         codegen::CKernel ck;
         std::string fallback;  // the access its opts left unproven, where it is compiled without them
@@ -269,6 +270,9 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
                        "report the spec)\n";
         code.source = std::move(ck.source);
         code.parallel = ck.parallel;
+        code.scratch_slot = ck.scratch_slot;
+        code.scratch_stride = ck.scratch_stride;
+        code.scratch_bytes = ck.scratch_bytes;
         code.linear = std::move(ck.linear);
         c.code.push_back(std::move(code));
       }

@@ -113,18 +113,36 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
     table += guard_open;
     for (const Variant& v : k.variants) {
       std::string id = k.name + "_" + v.tag + "_" + t->symbol;
-      // SIZE_MAX when the bytes cannot be counted: the call is refused, <kernel>_workspace_size says it
-      s += "std::size_t workspace_" + id + "(const int64_t* d) {\n  (void)d;\n  kiln::detail::CheckedSize c;\n" +
-           "  const int64_t bytes = " + expr_text(v.sched.workspace_bytes, f.dims, Style::Checked) +
-           ";\n  return c.bytes(bytes);\n}\n";
+      // SIZE_MAX when the bytes cannot be counted: the call is refused, <kernel>_workspace_size says it.
+      // After the intermediates (64-byte aligned), the scratch of the kernel that takes the most
+      // (codegen::CKernel): one region per core, `cores` of them
+      std::string scratch;
+      for (const Compiled& c : v.kernels) {
+        const Compiled::ForTarget& code = c.code[ti];
+        if (code.scratch_slot < 0) continue;
+        std::string one = "c.add(c.mul(int64_t(cores) - 1, " + std::to_string(code.scratch_stride) + "), " +
+                          expr_text(code.scratch_bytes, f.dims, Style::Checked) + ")";
+        scratch = scratch.empty() ? one : "kiln::detail::imax(" + scratch + ", " + one + ")";
+      }
+      s += "std::size_t workspace_" + id + "(const int64_t* d, int32_t cores) {\n  (void)d;\n  (void)cores;\n" +
+           "  kiln::detail::CheckedSize c;\n  const int64_t bytes = " +
+           expr_text(v.sched.workspace_bytes, f.dims, Style::Checked) + ";\n";
+      if (scratch.empty())
+        s += "  return c.bytes(bytes);\n}\n";
+      else
+        s += "  return c.bytes(c.add(c.mul(c.add(bytes, 63) / 64, 64), " + scratch + "));\n}\n";
       s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n";
       s += "  kiln::Status st;\n  (void)ctx;\n";
-      bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0);
+      bool ws = !(v.sched.workspace_bytes->op == Op::CONST && v.sched.workspace_bytes->ival() == 0) || !scratch.empty();
       if (ws)
-        s += "  const std::size_t ws_bytes = workspace_" + id + "(d);\n  if (ws_bytes == SIZE_MAX) return " +
-             "kiln::detail::workspace_overflow(\"" + k.name + "\");\n" +
-             "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, ws_bytes, &st));\n" +
+        s += "  const int32_t cores = ctx != nullptr && ctx->threads() > 1 ? ctx->threads() : 1;\n"
+             "  const std::size_t ws_bytes = workspace_" +
+             id + "(d, cores);\n  if (ws_bytes == SIZE_MAX) return " + "kiln::detail::workspace_overflow(\"" + k.name +
+             "\");\n" + "  char* ws = static_cast<char*>(kiln::detail::workspace(ctx, ws_bytes, &st));\n" +
              "  if (!st.ok()) return st;\n";
+      if (!scratch.empty())  // (the bytes counted without overflow above: plain arithmetic from here)
+        s += "  char* const scratch = ws + (" + expr_text(v.sched.workspace_bytes, f.dims, Style::Cxx) +
+             " + 63) / 64 * 64;\n";
       for (size_t i = 0; i < v.kernels.size(); ++i) {
         const auto& sk = v.sched.kernels[i];
         std::string bufs;
@@ -136,6 +154,12 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
             p = "args[" + std::to_string(size_t(buf.position) + count_inputs(k)) + "]";
           if (buf.kind == schedule::Buffer::Kind::Intermediate) p = "ws + " + expr_text(buf.offset, f.dims, Style::Cxx);
           bufs += (bufs.empty() ? "" : ", ") + p;
+        }
+        if (v.kernels[i].code[ti].scratch_slot >= 0) {
+          if (size_t(v.kernels[i].code[ti].scratch_slot) != sk.buffers.size())
+            throw InternalError("kiln gen: kernel " + v.kernels[i].symbol +
+                                ": its scratch is not in the slot after its buffers");
+          bufs += ", scratch";
         }
         std::string fn = fn_name(v.kernels[i], *t);
         s += "  {\n    void* const bufs[] = {" + bufs + "};\n";
@@ -218,16 +242,22 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
        ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
   s += "  return v->run(args, d, ctx);\n}\n";
-  // workspace size
-  s += "\nstd::size_t " + k.name + "_workspace_size(" + dims_params(k, false) + ") {\n" + init;
-  for (int32_t i : k.dims) {
-    const frontend::Dim& fd = f.spec.dims[size_t(i)];
-    std::string n = "dim" + std::to_string(i);
-    s += "  if (" + n + " < " + std::to_string(fd.min) + " || " + n + " > " + std::to_string(fd.max) +
-         ") return 0;\n  d[" + std::to_string(i) + "] = " + n + ";\n";
+  // workspace size: without a context (one thread), and for a call through one (its threads' regions
+  // of the scratch)
+  for (bool with_ctx : {false, true}) {
+    s += "\nstd::size_t " + k.name + "_workspace_size(" + dims_params(k, false) +
+         (with_ctx ? std::string(k.dims.empty() ? "" : ", ") + "const kiln::Context* ctx" : "") + ") {\n" + init;
+    for (int32_t i : k.dims) {
+      const frontend::Dim& fd = f.spec.dims[size_t(i)];
+      std::string n = "dim" + std::to_string(i);
+      s += "  if (" + n + " < " + std::to_string(fd.min) + " || " + n + " > " + std::to_string(fd.max) +
+           ") return 0;\n  d[" + std::to_string(i) + "] = " + n + ";\n";
+    }
+    s +=
+        "  const ::Variant* v = ::kiln::detail::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
+    s += std::string("  return v ? v->workspace(d, ") +
+         (with_ctx ? "ctx != nullptr && ctx->threads() > 1 ? ctx->threads() : 1" : "1") + ") : 0;\n}\n";
   }
-  s += "  const ::Variant* v = ::kiln::detail::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
-  s += "  return v ? v->workspace(d) : 0;\n}\n";
   // explain
   s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ") {\n" + init;
   s += "  kiln::Status st = ::bind_" + k.name + "(" + names +
@@ -261,6 +291,9 @@ std::string Generator::c_entry_points(const KernelInfo& k) const {
   for (int32_t i : k.dims) dims += (dims.empty() ? "" : ", ") + std::string("dim") + std::to_string(i);
   s += "\nextern \"C\" size_t " + c_name + "_workspace_size(" + dims_params(k, false) + ") {\n  return ::" + lib +
        "::" + k.name + "_workspace_size(" + dims + ");\n}\n";
+  s += "\nextern \"C\" size_t " + c_name + "_workspace_size_for(" + dims_params(k, false) + (dims.empty() ? "" : ", ") +
+       "const kiln_context* ctx) {\n  return ::" + lib + "::" + k.name + "_workspace_size(" + dims +
+       (dims.empty() ? "" : ", ") + "::kiln::from_c(const_cast<kiln_context*>(ctx)));\n}\n";
   return s;
 }
 

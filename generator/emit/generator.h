@@ -58,6 +58,11 @@ struct Compiled {
     std::vector<const UOp*> linear;  // the program it renders (nodes of the spec file's Context)
     bool parallel = false;
     std::vector<std::string> opts;
+    // the scratch buffer the kernel takes after the schedule's (codegen::CKernel): -1 none, else its
+    // slot, and one core's bytes of it
+    int32_t scratch_slot = -1;
+    int64_t scratch_stride = 0;
+    const UOp* scratch_bytes = nullptr;
   };
   std::vector<ForTarget> code;
 };

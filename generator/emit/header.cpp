@@ -73,6 +73,8 @@ std::string Generator::header(size_t fi) const {
     s += "kiln_status_t " + o_.name + "_" + k.name + "(" + c_signature(k, true) + ");\n";
     const std::string dims = dims_params(k);
     s += "size_t " + o_.name + "_" + k.name + "_workspace_size(" + (dims.empty() ? "void" : dims) + ");\n";
+    s += "size_t " + o_.name + "_" + k.name + "_workspace_size_for(" + dims + (dims.empty() ? "" : ", ") +
+         "const kiln_context* ctx);\n";
   }
   s += "\n#ifdef __cplusplus\n}  // extern \"C\"\n\n#include <cstddef>\n#include <cstdint>\n#include "
        "<string>\n\n#include <kiln/kiln.h>\n\nnamespace " +
@@ -92,9 +94,12 @@ std::string Generator::header(size_t fi) const {
       s += (sp.empty() ? "" : ", specialized for " + sp) + "\n";
     }
     s += "kiln::Status " + k.name + "(" + signature(k, true) + ");\n";
-    s += "// bytes of workspace a call with these dims uses (0 when they are outside their ranges, SIZE_MAX\n"
-         "// when the bytes are too many to count: a call with them is refused)\n";
+    s += "// bytes of workspace a call with these dims uses without a context or with one thread (0 when\n"
+         "// they are outside their ranges, SIZE_MAX when the bytes are too many to count: a call with them\n"
+         "// is refused); with ctx, a call through it (its threads may each need a region of their own)\n";
     s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + ");\n";
+    s += "std::size_t " + k.name + "_workspace_size(" + dims_params(k) + (k.dims.empty() ? "" : ", ") +
+         "const kiln::Context*);\n";
     s += "// which variant a call with these arguments takes, and why (or what is wrong with the call)\n";
     s += "std::string " + k.name + "_explain(" + signature(k, false) + ");\n";
     s += "// the same for a call through ctx: on a GPU context, its device's variants (or why none runs)\n";

@@ -244,7 +244,7 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
     }
   }
   for (const auto& [name, at] : where)
-    for (const char* suffix : {"_explain", "_workspace_size"})
+    for (const char* suffix : {"_explain", "_workspace_size", "_workspace_size_for"})
       if (auto it = where.find(name + suffix); it != where.end()) {
         err = "kiln: error: kernel '" + it->first + "' (" + it->second + ") clashes with the generated function " +
               it->first + " of kernel '" + name + "' (" + at + ")\n";

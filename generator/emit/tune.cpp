@@ -173,6 +173,7 @@ bool Tuner::build(const Job& job, const std::vector<const TunedOpts*>& opts, std
   codegen::PipelineOptions heuristics;  // the kernel kiln gen emits without an entry
   heuristics.target = target_;
   heuristics.require_proven_bounds = false;
+  heuristics.scratch = true;  // as kiln gen compiles them: the harness passes the scratch
   for (size_t i = 0; i < opts.size(); ++i) {
     std::string symbol = "kiln_tune_" + std::to_string(i);
     if (opts[i]) {
@@ -221,7 +222,8 @@ bool Tuner::build(const Job& job, const std::vector<const TunedOpts*>& opts, std
   std::string harness = dir + "/harness.c";
   exe = dir + "/harness";
   const std::vector<BufferInfo> bufs = buffers_of(job.ast, job.file->dims, job.values);
-  if (!write(harness, harness_c(ks.size(), bufs, job.values))) {
+  const int64_t scratch = scratch_bytes(ks, bufs.size(), job.file->dims, job.values);
+  if (!write(harness, harness_c(ks.size(), bufs, job.values, scratch))) {
     err = "kiln: error: cannot write " + harness + "\n";
     return false;
   }
@@ -242,6 +244,7 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
   std::vector<std::string> heuristic_opts;
   codegen::PipelineOptions po;
   po.target = target_;
+  po.scratch = true;  // (as build() compiles them)
   po.applied_opts = &heuristic_opts;
   po.after_stage = [&](std::string_view stage, const UOp* s) {
     if (stage == "simplify ranges") sink0 = s;

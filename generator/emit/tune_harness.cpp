@@ -61,10 +61,23 @@ std::vector<BufferInfo> buffers_of(const UOp* ast, const std::vector<const UOp*>
   return bufs;
 }
 
+int64_t scratch_bytes(const std::vector<codegen::CKernel>& ks, size_t nbufs, const std::vector<const UOp*>& dims,
+                      const std::vector<int64_t>& values) {
+  int64_t most = 0;
+  for (const codegen::CKernel& k : ks) {
+    if (k.scratch_slot < 0) continue;
+    if (size_t(k.scratch_slot) != std::max<size_t>(nbufs, 1))
+      throw InternalError("kiln tune: kernel " + k.name + ": its scratch is not in the slot after its buffers");
+    most = std::max(most, evaluate(k.scratch_bytes, dims, values));
+  }
+  return most;
+}
+
 // The harness: candidate 0 (the heuristics') gives the reference outputs from random non-zero
 // inputs; each candidate from `first` on is run from the same inputs, checked, then timed:
 // "c <i> ok <ns>" or "c <i> mismatch <why>", one line each, until the budget (ms) is spent.
-std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values) {
+std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values,
+                      int64_t scratch) {
   std::ostringstream s;
   s << "#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
        "#include <time.h>\n"
@@ -73,6 +86,7 @@ std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const s
   s << "static kiln_fn* const fns[] = {";
   for (size_t i = 0; i < count; ++i) s << (i ? ", " : "") << "kiln_tune_" << i;
   s << "};\nenum { NC = " << count << ", NB = " << std::max<size_t>(bufs.size(), 1) << " };\n";
+  s << "static const int64_t scratch_bytes = " << scratch << ";\n";
   s << "static const int64_t vars[] = {0";
   for (int64_t v : values) s << ", " << v;
   std::vector<BufferInfo> bs = bufs;
@@ -134,17 +148,22 @@ int main(int argc, char** argv) {
     if (!bufs[b] || !init[b] || !ref[b]) { printf("error out of memory\n"); return 2; }
     fill(init[b], bytes[b], kind[b], elem[b]);
   }
+  /* the kernels' arguments: the buffers, then the scratch (never compared) */
+  void* args[NB + 1];
+  for (int b = 0; b < NB; ++b) args[b] = bufs[b];
+  args[NB] = scratch_bytes > 0 ? aligned_alloc(64, (size_t)((scratch_bytes + 63) / 64 * 64)) : NULL;
+  if (scratch_bytes > 0 && !args[NB]) { printf("error out of memory\n"); return 2; }
   for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
   /* the heuristics' kernel: the outputs to match, and (one cold call) the time to beat */
   double best = now_ns();
-  fns[0](bufs, vars + 1, 0, 1);
+  fns[0](args, vars + 1, 0, 1);
   best = now_ns() - best;
   for (int b = 0; b < NB; ++b) memcpy(ref[b], bufs[b], (size_t)bytes[b]);
   for (int c = first; c < NC; ++c) {
     if (c > first && now_ns() - start > budget) { printf("stop\n"); break; }
     for (int b = 0; b < NB; ++b) memcpy(bufs[b], init[b], (size_t)bytes[b]);
     double t0 = now_ns();
-    fns[c](bufs, vars + 1, 0, 1);
+    fns[c](args, vars + 1, 0, 1);
     double once = now_ns() - t0;
     int bad = 0;
     for (int b = 0; b < NB && !bad; ++b) {
@@ -179,7 +198,7 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 2; ++k) {
         kiln_fn* f = fns[k ? c : 0];
         t0 = now_ns();
-        for (int i = 0; i < n; ++i) f(bufs, vars + 1, 0, 1);
+        for (int i = 0; i < n; ++i) f(args, vars + 1, 0, 1);
         double dt = (now_ns() - t0) / n;
         total += dt * n;
         if (k && dt < t_best) t_best = dt;

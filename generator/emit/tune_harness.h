@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "generator/codegen/pipeline.h"
 #include "generator/frontend/spec_ast.h"
 #include "generator/ir/uop.h"
 
@@ -33,8 +34,16 @@ std::vector<BufferInfo> buffers_of(const UOp* ast, const std::vector<const UOp*>
 // `harness <first> <budget ms>`, it runs kernel 0 for the reference outputs from random non-zero
 // inputs, then each kernel from `first` on from the same inputs, checks its outputs and times it
 // in turn with kernel 0: "c <i> ok <ns> <ns of kernel 0>" or "c <i> mismatch ...", one line each,
-// until the budget is spent ("stop").
-std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values);
+// until the budget is spent ("stop"). `scratch`: the bytes of the scratch buffer the kernels take
+// after their buffers (codegen::CKernel::scratch_slot; one core's), 0 for none; it is not compared.
+std::string harness_c(size_t count, const std::vector<BufferInfo>& bufs, const std::vector<int64_t>& values,
+                      int64_t scratch = 0);
+
+// The bytes of the scratch buffer the kernels take after their `nbufs` buffers at these values of
+// the dims (the most any takes, one core's; 0 for none): InternalError where a kernel's is in
+// another slot or its size does not fold.
+int64_t scratch_bytes(const std::vector<codegen::CKernel>& ks, size_t nbufs, const std::vector<const UOp*>& dims,
+                      const std::vector<int64_t>& values);
 
 // How tune.cpp compiles and runs the harness (and kiln tune's --runner): a word quoted for sh, and
 // a shell command run with its standard output and error passed line by line to `line` (the exit

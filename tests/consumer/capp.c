@@ -243,6 +243,12 @@ static void small_workspace(kiln_context* ctx) {
     printf("  nn_mlp_workspace_size(3): 0\n");
     ++failures;
   }
+  /* through a context at least as much (each of its threads may pack an operand), through none the same */
+  if (nn_mlp_workspace_size_for(3, ctx) < need || nn_mlp_workspace_size_for(3, NULL) != need) {
+    printf("  nn_mlp_workspace_size_for(3, ctx): %lu, not %lu\n", (unsigned long)nn_mlp_workspace_size_for(3, ctx),
+           (unsigned long)need);
+    ++failures;
+  }
   sprintf(message, "workspace: the call needs %lu bytes, the context's workspace has %lu", (unsigned long)need,
           (unsigned long)(need - 1));
   expect_ok("a workspace of the caller's", kiln_context_set_workspace(ctx, small, need - 1));

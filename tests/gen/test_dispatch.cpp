@@ -21,14 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/gen/library.h"  // kiln_gen_test, or the tuned one
 #include "tests/unit/guard_pages.h"
-
-#if defined(KILN_GEN_TUNED)  // the same tests on the library built with kiln tune's database
-#include "kiln_gen_tuned.h"
-namespace kiln_gen_test = kiln_gen_tuned;
-#else
-#include "kiln_gen_test.h"
-#endif
 
 namespace {
 

@@ -7,8 +7,25 @@
 #include <vector>
 
 #include "generator/frontend/tensor.h"
+#include "generator/schedule/schedule.h"
 
 namespace kiln::kinds {
+
+// c = a @ b over symbolic M in 1..40, N in 1..80 and K in 1..700, one kernel: the matmul whose
+// tiles, cleanup nests and blocks (test_codegen_c.cpp) and packed blocks (test_pack.cpp) are
+// checked. `c` is the product, for the oracle.
+struct SymbolicMatmul {
+  Tensor c;
+  schedule::Schedule s;
+};
+inline SymbolicMatmul symbolic_matmul(Context& ctx) {
+  const UOp* m = ctx.var("M", 1, 40);
+  const UOp* n = ctx.var("N", 1, 80);
+  const UOp* k = ctx.var("K", 1, 700);
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {m, k}), b = Tensor::input(ctx, "b", dtypes::float32, {k, n});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  return {outs[0], schedule::schedule(ins, outs, "k")};
+}
 
 template <class F> void elementwise_and_broadcast(F& f) {
   Tensor a = f.input("a", {5, 7}), b = f.input("b", {7}), c = f.input("c", {5, 1});

@@ -154,7 +154,8 @@ namespace {
 
 // the heuristics on one kernel; `block_k`: tile a long reduction (not in a cleanup nest, where it
 // would triple the code of a nest that does a sliver of the work)
-std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_bytes, bool threads, bool block_k) {
+std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_bytes, bool threads, bool block_k,
+                          bool pack) {
   std::vector<Opt> applied;
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
@@ -204,9 +205,9 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
     if (int64_t f = piece(row, row_sizes); !parts.first && f > 0) parts = split_tail(sink, row, f);
     if (parts.first) {
       const UOp* first = parts.first;
-      applied = optimize(first, vector_registers, vector_bytes, threads, block_k);
+      applied = optimize(first, vector_registers, vector_bytes, threads, block_k, pack);
       const UOp* rest = renumber_ranges(parts.rest, first_free_axis(first));
-      std::vector<Opt> more = optimize(rest, vector_registers, vector_bytes, threads, false);
+      std::vector<Opt> more = optimize(rest, vector_registers, vector_bytes, threads, false, false);
       applied.insert(applied.end(), more.begin(), more.end());
       sink = join_nests(first, rest);
       return applied;
@@ -261,7 +262,10 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
   // then 512 KiB, well inside a 2 MiB L2 (user-path sgemm, 1 thread, AVX-512 Xeon: 0.66x OpenBLAS
   // at 2048^3 against 0.58x with blocks of 128 and 0.39x with 256; 1024^3 0.72x against 0.70x)
   if (rows_share && block_k)
-    if (const UOp* s = tile_reduction(sink, 64); s && !applied.empty()) sink = s;
+    if (const UOp* s = tile_reduction(sink, 64); s && !applied.empty()) {
+      sink = s;
+      if (const UOp* p = pack ? pack_shared_operand(sink) : nullptr) sink = p;
+    }
   // reductions that no output lane vectorizes: 64 partial results side by side (4 AVX-512 registers)
   sink = split_reduce_lanes(sink, 64);
   return applied;
@@ -269,8 +273,9 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
 
 }  // namespace
 
-std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers, int vector_bytes, bool threads) {
-  return optimize(sink, vector_registers, vector_bytes, threads, true);
+std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers, int vector_bytes, bool threads,
+                                          bool pack) {
+  return optimize(sink, vector_registers, vector_bytes, threads, true, pack);
 }
 
 }  // namespace kiln::codegen

@@ -38,7 +38,7 @@ std::optional<Opt> parse_opt(std::string_view text) {
   return std::nullopt;
 }
 
-const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why) {
+const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why, bool pack) {
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
   // as the heuristics: softmax's shared term first, so the opts see the kernel they saw
@@ -57,6 +57,7 @@ const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* wh
       return nullptr;
     }
     sink = s;
+    if (const UOp* p = pack ? pack_shared_operand(sink) : nullptr) sink = p;
   }
   return split_reduce_lanes(sink, 64);
 }

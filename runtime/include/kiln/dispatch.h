@@ -24,7 +24,7 @@ struct Variant {
   const Guard* guards;
   int32_t guard_count;
   Status (*run)(void* const* args, const int64_t* d, Context* ctx);
-  size_t (*workspace)(const int64_t* d);
+  size_t (*workspace)(const int64_t* d, int32_t cores);  // a call's bytes when `cores` share it
 };
 
 inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {

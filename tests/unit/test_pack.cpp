@@ -1,0 +1,94 @@
+// pack_shared_operand (generator/codegen/opt/pack.cpp): a tiled matmul's B copied block by block
+// into a scratch buffer of one region per core. The kernel is called as the dispatch calls it:
+// the schedule's buffers, then a scratch of exactly (cores - 1) * stride + one region's bytes
+// (CKernel::scratch_*), once per core, against the float64 oracle on random inputs with the
+// output poisoned first, at shapes around the tiles, the blocks and the regions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
+
+#include "generator/codegen/passes.h"
+#include "generator/codegen/pipeline.h"
+#include "generator/ir/text.h"
+#include "generator/render/c.h"
+#include "generator/schedule/schedule.h"
+#include "generator/symbolic/symbolic.h"
+#include "generator/target/host.h"
+#include "generator/target/target.h"
+#include "tests/unit/c_runner.h"
+#include "tests/unit/kernel_kinds.h"
+#include "tests/unit/oracle.h"
+#include "tests/unit/random_program.h"
+
+using namespace kiln;
+
+namespace {
+
+int64_t at(const UOp* e, const std::map<std::string, int64_t>& vars) {
+  std::unordered_map<const UOp*, const UOp*> map;
+  for (const UOp* u : toposort(e))
+    if (u->op == Op::DEFINE_VAR) map[u] = e->ctx().cint(vars.at(std::string(u->arg<VarArg>().name)), u->dtype);
+  const UOp* v = simplify(substitute(e, map));
+  EXPECT_EQ(v->op, Op::CONST) << print(v);
+  return v->op == Op::CONST ? v->ival() : 0;
+}
+
+TEST(Pack, AMatmulsBlocksArePackedPerCoreAndExact) {
+  Context ctx;
+  auto [product, s] = kinds::symbolic_matmul(ctx);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  for (const char* name : {"cpu", "x86_64-avx2", "x86_64-avx512"}) {
+    const target::Target& t = *target::find(name);
+    codegen::PipelineOptions po;
+    po.target = &t;
+    // without a caller that lays the scratch out, no scratch
+    EXPECT_EQ(codegen::compile_to_c(s.kernels[0].ast, s.vars, po).scratch_slot, -1) << name;
+    po.scratch = true;
+    codegen::CKernel ck = codegen::compile_to_c(s.kernels[0].ast, s.vars, po, "packed");
+    ASSERT_EQ(ck.scratch_slot, 3) << name << ": the slot after c, a and b";
+    ASSERT_TRUE(ck.parallel) << name;
+    // regions as far apart as the most panels N has: 80 columns' whole panels of the lanes, 64 rows each
+    int64_t lanes = t.vector_registers >= 32 ? 32 : 2 * t.vector_bytes / 4;
+    EXPECT_EQ(ck.scratch_stride, 80 / lanes * lanes * 64 * 4) << name;
+    EXPECT_NE(ck.source.find(".pack"), std::string::npos) << name;
+    if (!target::runs_here(t)) continue;
+    std::vector<std::string> flags = {"-Wall", "-Wextra", "-Werror"};
+    flags.insert(flags.end(), t.c_flags.begin(), t.c_flags.end());
+    crun::Library lib = crun::Library::compile(render::c_preamble() + ck.source, flags);
+    crun::Library::KernelFn fn = lib.get("packed");
+    std::mt19937_64 rng(7);
+    for (auto [mm, nn, kk] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 1, 1}, {6, 16, 128}, {7, 33, 129}, {8, 32, 256}, {13, 17, 191}, {40, 80, 700}, {23, 70, 640}}) {
+      std::map<std::string, int64_t> vars{{"M", mm}, {"N", nn}, {"K", kk}};
+      oracle::Bindings bind;
+      bind.vars = vars;
+      std::vector<double> a64 = testing_programs::random_input(dtypes::float32, size_t(mm * kk), rng);
+      std::vector<double> b64 = testing_programs::random_input(dtypes::float32, size_t(kk * nn), rng);
+      bind.inputs[0] = a64;
+      bind.inputs[1] = b64;
+      std::vector<double> want = oracle::evaluate(product.uop(), bind).doubles();
+      std::vector<float> af(a64.begin(), a64.end()), bf(b64.begin(), b64.end());
+      std::vector<int64_t> values;
+      for (const UOp* v : s.vars) values.push_back(vars.at(std::string(v->arg<VarArg>().name)));
+      for (int32_t cores : {1, 2, 3}) {
+        std::vector<float> c(size_t(mm * nn), std::nanf(""));
+        // the scratch the dispatch gives, and a canary past it that nothing may touch
+        const size_t bytes = size_t((cores - 1) * ck.scratch_stride + at(ck.scratch_bytes, vars));
+        std::vector<unsigned char> scratch(bytes + 256, 0xA5);
+        void* bufs[] = {c.data(), af.data(), bf.data(), scratch.data()};
+        for (int32_t core = 0; core < cores; ++core) fn(bufs, values.data(), core, cores);
+        for (size_t i = bytes; i < scratch.size(); ++i)
+          ASSERT_EQ(scratch[i], 0xA5) << name << " M=" << mm << " N=" << nn << " K=" << kk << " cores=" << cores
+                                      << ": written past the scratch at byte " << i;
+        for (size_t j = 0; j < want.size(); ++j)
+          ASSERT_NEAR(c[j], want[j], 1e-4 * std::max(1.0, std::abs(want[j])))
+              << name << " M=" << mm << " N=" << nn << " K=" << kk << " cores=" << cores << " at " << j;
+      }
+    }
+  }
+}
+
+}  // namespace

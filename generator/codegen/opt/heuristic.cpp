@@ -186,12 +186,15 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
   if (reduces && nest && tile_rows) {
     int64_t lanes = item > 0 ? shape.lanes : 0;
     int64_t rows = lanes * item / vector_bytes == 1 && 16 <= vector_registers - 8 ? 16 : shape.rows;
-    // the widest piece of a tile that the loop holds at its largest: columns
-    // of the tile's lanes or half as many, of whole vectors (the columns past the last 32 of a
-    // symbolic N on AVX-512 are up to 31: 16 in lanes, the rest one at a time); rows of the
-    // tile's (the rows past them are a sliver of the work, not worth a nest's code)
+    // the widest piece of a tile that the loop holds at its largest: columns of the tile's lanes,
+    // or half as many, then of narrower vectors down to 16 bytes (the columns past the last 32 of a
+    // symbolic N on AVX-512 are up to 31: 16, 8 and 4 in lanes, the last 3 one at a time; with
+    // the last 15 one at a time, user-path sgemm 1023^3 ran at 0.70x OpenBLAS on the AVX-512 Xeon,
+    // 0.73-0.74x so); rows of the tile's (the rows past them, split as the columns are into 4 and
+    // 2, measured no faster: a sliver of the work, not worth the nests' code)
     std::vector<int64_t> col_sizes, row_sizes{rows};
-    for (int64_t w = lanes; w >= lanes / 2 && w * item >= vector_bytes; w /= 2) col_sizes.push_back(w);
+    const int64_t least = std::min<int64_t>(vector_bytes, 16);
+    for (int64_t w = lanes; w >= 2 && w * item >= least; w /= 2) col_sizes.push_back(w);
     auto piece = [](const UOp* r, const std::vector<int64_t>& sizes) -> int64_t {
       const UOp* n = r->src(0);
       for (int64_t f : sizes)

@@ -104,6 +104,7 @@ class Tuner {
   Clock::time_point deadline_;
   std::vector<TuneEntry> db_;
   int builds_ = 0;
+  bool timed_ = false;  // a harness of this tune has timed the heuristics' kernel (see search())
 };
 
 std::optional<Candidate> Tuner::make(const UOp* sink0, const TunedOpts& search) const {
@@ -346,8 +347,12 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
   constexpr size_t kChunk = 16;
   std::chrono::duration<double> build_time{0};  // the last build's: none starts that would end past the budget
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t); };
-  for (int step = 1; !todo.empty() && !stopped() && Clock::now() < job_end; ++step) {
-    for (size_t c0 = 0; c0 < todo.size() && !stopped(); c0 += kChunk) {
+  // until a harness of the tune has timed something, its first runs whatever the budget left (a
+  // slow machine or an ASan kiln may spend a small one before it): so a runner that cannot run it
+  // is always an error, and a tune always times at least the heuristics' kernel of its first variant
+  auto going = [&] { return !interrupted() && ((!timed_ && base_ns < 0) || (!stopped() && Clock::now() < job_end)); };
+  for (int step = 1; !todo.empty() && going(); ++step) {
+    for (size_t c0 = 0; c0 < todo.size() && going(); c0 += kChunk) {
       if (base_ns >= 0 && Clock::now() + std::chrono::duration_cast<Clock::duration>(build_time) >= job_end) break;
       std::vector<size_t> chunk(todo.begin() + std::ptrdiff_t(c0),
                                 todo.begin() + std::ptrdiff_t(std::min(todo.size(), c0 + kChunk)));
@@ -388,10 +393,10 @@ bool Tuner::search(const Job& job, size_t index, size_t count, std::optional<Tun
                     ", best " + (best_ratio < 0 ? std::string("-") : ratio_text(best_ratio)));
       });
     }
+    timed_ |= base_ns >= 0;
     if (base_ns < 0) {
-      // the budget may end while a slow build runs (an ASan build of kiln, a loaded machine): that
-      // is no error, but a harness that ran and failed is, however little budget is left
-      if (interrupted() || (stopped() && dead_runs == 0)) break;
+      // (a later variant's budget may end while its build runs: no error)
+      if (interrupted() || (timed_ && stopped() && dead_runs == 0)) break;
       err = "kiln: error: the timing harness of " + what + " timed nothing (in " + t_.work_dir + "; the runner '" +
             t_.runner + "')\n";
       return false;
@@ -530,7 +535,7 @@ TuneResult Tuner::run() {
       }
     }
   }
-  for (size_t i = 0; i < jobs.size() && !stopped(); ++i) {
+  for (size_t i = 0; i < jobs.size() && (i == 0 || !stopped()); ++i) {
     std::optional<TuneEntry> found;
     if (t_.log) {
       std::string shape;

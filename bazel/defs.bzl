@@ -28,10 +28,10 @@ load("@rules_cc//cc:defs.bzl", "cc_library")
 
 # kiln's targets, best first (the order kiln writes them in), from kiln's own table (`kiln targets
 # --json`, generated when the workspace loads: bazel/repos.bzl): name, file name suffix, C flags,
-# architecture
-# (the GPU targets, whose kernels the library does not embed yet, are known but not built)
+# architecture; the GPU targets apart (their kernels are a source file the dispatch embeds, not
+# compiled here)
 _TARGETS = [(t["name"], t["symbol"] + t["extension"], t["c_flags"], t["arch"]) for t in TARGETS if not t.get("gpu", False)]
-_GPU_TARGETS = [t["name"] for t in TARGETS if t.get("gpu", False)]
+_GPU_TARGETS = [(t["name"], t["symbol"] + t["extension"], [], t["arch"]) for t in TARGETS if t.get("gpu", False)]
 
 # the switch (bazel/BUILD.bazel) that says the target platform has an architecture, for each
 # architecture kiln_library() links objects and passes ISA flags for
@@ -74,17 +74,15 @@ def _declare(ctx, lib, name):
 
 def _kiln_gen_impl(ctx):
     lib = ctx.attr.library
-    known = [t[0] for t in _TARGETS] + _GPU_TARGETS
+    known = [t[0] for t in _TARGETS + _GPU_TARGETS]
     for t in ctx.attr.targets:
         if t not in known:
             fail("kiln_library(%s): unknown target '%s' (known: %s)" % (lib, t, ", ".join(sorted(known))))
         if len([x for x in ctx.attr.targets if x == t]) > 1:
             fail("kiln_library(%s): target '%s' given twice" % (lib, t))
-        if t in _GPU_TARGETS:
-            fail("kiln_library(%s): target '%s': the OpenCL library output is not built yet (kiln codegen --target %s <spec> prints the kernels' OpenCL C)" % (lib, t, t))
     if not ctx.attr.targets:
         fail("kiln_library(%s): no targets" % lib)
-    targets = [t for t in _TARGETS if t[0] in ctx.attr.targets]
+    targets = [t for t in _TARGETS + _GPU_TARGETS if t[0] in ctx.attr.targets]
     target_list = "--target=" + ",".join([t[0] for t in targets])
 
     # kiln tune's database: the spec's and the kernels' actions read it (their opts), the library's does not
@@ -92,7 +90,7 @@ def _kiln_gen_impl(ctx):
     tune_inputs = [ctx.file.tune_db] if ctx.file.tune_db else []
 
     hdrs, dispatch, manifests, objects = [], [], [], []
-    kernels = {_symbol(t[1]): [] for t in _TARGETS}
+    kernels = {_symbol(t[1]): [] for t in _TARGETS + _GPU_TARGETS}
     parts = {}
     for spec in ctx.files.specs:
         part = _part_name(spec.basename)

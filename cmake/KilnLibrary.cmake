@@ -113,11 +113,6 @@ function(kiln_add_library name)
     if(target IN_LIST seen)
       message(FATAL_ERROR "kiln_add_library(${name}): target '${target}' given twice")
     endif()
-    string(JSON gpu GET "${table}" ${entry_${target}} gpu)
-    if(gpu)
-      message(FATAL_ERROR "kiln_add_library(${name}): target '${target}': the OpenCL library output is not built yet "
-                          "(kiln codegen --target ${target} <spec> prints the kernels' OpenCL C)")
-    endif()
     list(APPEND seen "${target}")
   endforeach()
 
@@ -161,7 +156,8 @@ function(kiln_add_library name)
     set(i ${entry_${target}})
     string(JSON symbol GET "${table}" ${i} symbol)
     string(JSON extension GET "${table}" ${i} extension)
-    if(KILN_C_SOURCES)  # every target's kernels as C, compiled here with the target's flags
+    string(JSON gpu GET "${table}" ${i} gpu)
+    if(KILN_C_SOURCES AND NOT gpu)  # every CPU target's kernels as C, compiled here with the target's flags
       set(extension ".c")
     endif()
     string(JSON arch GET "${table}" ${i} arch)

@@ -36,12 +36,6 @@ bool Generator::check_options(std::string& err) {
       err = "kiln: error: target '" + t + "' given twice\n";
       return false;
     }
-    // the pipeline and the renderer know the GPU targets; the library does not embed their kernels yet
-    if (target::find(t)->gpu) {
-      err = "kiln: error: target '" + t + "': the OpenCL library output is not built yet (kiln codegen --target " + t +
-            " <spec> prints the kernels' OpenCL C)\n";
-      return false;
-    }
   }
   for (const Target& t : target::targets())  // best first
     if (std::find(o_.targets.begin(), o_.targets.end(), t.name) != o_.targets.end()) targets_.push_back(&t);
@@ -56,6 +50,21 @@ bool Generator::check_options(std::string& err) {
               part_name(o_.specs[i]) + "*: the specs of one library need different file names\n";
         return false;
       }
+  return true;
+}
+
+// kiln tune: the specs read and every variant compiled with the heuristics' opts
+bool Generator::prepare(std::string& err) {
+  if (!check_options(err)) return false;
+  for (const Target* t : targets_)  // (one target: kiln tune's check)
+    if (t->gpu) {
+      err = "kiln: error: kiln tune times CPU targets; tuning " + t->name + " is not built yet\n";
+      return false;
+    }
+  for (const std::string& path : o_.specs)
+    if (!load(path, err)) return false;
+  for (size_t f = 0; f < files_.size(); ++f)
+    if (!build_kernels(f, err)) return false;
   return true;
 }
 
@@ -274,6 +283,8 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         code.scratch_stride = ck.scratch_stride;
         code.scratch_bytes = ck.scratch_bytes;
         code.linear = std::move(ck.linear);
+        code.global_size = ck.global_size;
+        code.buffer_args = ck.buffer_args;
         c.code.push_back(std::move(code));
       }
       v.kernels.push_back(std::move(c));

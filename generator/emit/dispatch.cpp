@@ -16,6 +16,7 @@ std::string Generator::dispatch(size_t fi) const {
     if (k.file == fi) ks.push_back(&k);
   // kernel declarations
   for (const Target* t : targets_) {
+    if (t->gpu) continue;  // (its kernels are the program device_programs() embeds)
     if (!t->arch_guard.empty()) s += "#if " + t->arch_guard + "\n";
     s += "extern \"C\" {\n";
     for (const KernelInfo* k : ks)
@@ -31,12 +32,24 @@ std::string Generator::dispatch(size_t fi) const {
     s += "// the runtime linked must speak the ABI this file was generated for: asked at the first call\n"
          "bool abi_ok() {\n  static const bool ok = kiln::detail::abi_check(" +
          std::to_string(kAbiVersion) + ", \"" + o_.name + "\").ok();\n  return ok;\n}\n\n";
-  for (const KernelInfo* k : ks) s += dispatch_kernel(*k);
+  s += device_programs(fi);
+  for (const KernelInfo* k : ks) s += dispatch_kernel(*k) + device_dispatch(*k);
   s += "}  // namespace\n\nnamespace " + o_.name + " {\n";
   for (const KernelInfo* k : ks) s += entry_points(*k);
   s += "\n}  // namespace " + o_.name + "\n";
   for (const KernelInfo* k : ks) s += c_entry_points(*k);
   return s;
+}
+
+// kGuards_<id>, v's guard as the runtime's table, appended to s; its name ("nullptr" for none)
+std::string Generator::guard_array(const Variant& v, const std::string& id, std::string& s) {
+  if (v.guard.empty()) return "nullptr";
+  s += "const Guard kGuards_" + id + "[] = {";
+  for (size_t i = 0; i < v.guard.size(); ++i)
+    s += std::string(i ? ", " : "") + "{" + std::to_string(v.guard[i].first) + ", " +
+         (v.guard[i].second.multiple ? "true" : "false") + ", " + std::to_string(v.guard[i].second.value) + "}";
+  s += "};\n";
+  return "kGuards_" + id;
 }
 
 // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
@@ -107,6 +120,7 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
   std::string table;
   for (size_t ti = 0; ti < targets_.size(); ++ti) {
     const Target* t = targets_[ti];
+    if (t->gpu) continue;  // device_dispatch()'s
     std::string guard_open = t->arch_guard.empty() ? "" : "#if " + t->arch_guard + "\n";
     std::string guard_close = t->arch_guard.empty() ? "" : "#endif\n";
     s += guard_open;
@@ -171,23 +185,18 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
         s += "  }\n";
       }
       s += "  return st;\n}\n";
-      std::string guards = "nullptr";
-      if (!v.guard.empty()) {
-        guards = "kGuards_" + id;
-        s += "const Guard " + guards + "[] = {";
-        for (size_t i = 0; i < v.guard.size(); ++i)
-          s += std::string(i ? ", " : "") + "{" + std::to_string(v.guard[i].first) + ", " +
-               (v.guard[i].second.multiple ? "true" : "false") + ", " + std::to_string(v.guard[i].second.value) + "}";
-        s += "};\n";
-      }
+      const std::string guards = guard_array(v, id, s);
       table += "    {\"" + k.name + "[" + guard_text(v, f.dims) + "] on " + t->name + "\", " + t->runtime_bits + ", " +
                guards + ", " + std::to_string(v.guard.size()) + ", run_" + id + ", workspace_" + id + "},\n";
     }
     s += guard_close;
     table += guard_close;
   }
-  s += "const Variant kVariants_" + k.name + "[] = {\n" + table + "};\n";
-  s += "const int32_t kVariantCount_" + k.name + " = int32_t(sizeof kVariants_" + k.name + " / sizeof(Variant));\n";
+  if (table.empty())  // GPU targets only: no CPU variant
+    s += "const Variant* const kVariants_" + k.name + " = nullptr;\nconst int32_t kVariantCount_" + k.name + " = 0;\n";
+  else
+    s += "const Variant kVariants_" + k.name + "[] = {\n" + table + "};\nconst int32_t kVariantCount_" + k.name +
+         " = int32_t(sizeof kVariants_" + k.name + " / sizeof(Variant));\n";
   s += "const char* const kDimNames_" + k.name + "[] = {";
   for (size_t i = 0; i < f.dims.size(); ++i) s += std::string(i ? ", " : "") + "\"" + f.spec.dims[i].name + "\"";
   if (f.dims.empty()) s += "\"\"";
@@ -232,12 +241,13 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   s += "  if (!::abi_ok()) return ::kiln::detail::abi_check(" + std::to_string(kAbiVersion) + ", \"" + o_.name +
        "\");\n";
   s += "  kiln::Status st = ::bind_" + k.name + "(" + names + "d);\n  if (!st.ok()) return st;\n";
-  // a GPU context: refused, after the checks a CPU call has (the library has only CPU variants)
-  s += "  if (ctx != nullptr && !ctx->device().is_cpu()) return ::kiln::detail::device_check(\"" + k.name +
-       "\", ctx);\n";
   s += "  void* const args[] = {";
   for (size_t i = 0; i < k.args.size(); ++i) s += std::string(i ? ", " : "") + param(k, i, false) + ".t.data";
   s += "};\n";
+  // a GPU context: its device's variants, after the checks a CPU call has
+  const std::string gpu = "\"" + gpu_targets_text() + "\"";
+  s += "  if (ctx != nullptr && !ctx->device().is_cpu())\n    return ::kiln::detail::device_run(\"" + k.name +
+       "\", ::kDeviceVariants_" + k.name + ", ::kDeviceVariantCount_" + k.name + ", " + gpu + ", args, d, ctx);\n";
   s += "  const ::Variant* v = ::kiln::detail::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
   s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
        ": no variant runs on this CPU (the library was built for none of its targets)\");\n";
@@ -268,7 +278,8 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   s += "\nstd::string " + k.name + "_explain(" + signature(k, false, false) + ", const kiln::Context* ctx) {\n";
   s += "  if (ctx != nullptr && !ctx->device().is_cpu()) {\n" + init + "    kiln::Status st = ::bind_" + k.name + "(" +
        names + "d);\n    if (!st.ok()) return \"error: \" + std::string(st.message());\n";
-  s += "    return ::kiln::detail::device_explain(\"" + k.name + "\", ctx);\n  }\n";
+  s += "    return ::kiln::detail::device_explain(\"" + k.name + "\", ::kDeviceVariants_" + k.name +
+       ", ::kDeviceVariantCount_" + k.name + ", " + gpu + ", d, ::kDimNames_" + k.name + ", ctx);\n  }\n";
   s += "  return " + k.name + "_explain(" + names.substr(0, names.size() - 2) + ");\n}\n";
   return s;
 }

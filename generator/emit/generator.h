@@ -3,6 +3,7 @@
 // kernels.cpp and manifest.cpp each write one kind of file). Internal to generator/emit/.
 #pragma once
 
+#include <array>
 #include <exception>
 #include <map>
 #include <memory>
@@ -63,6 +64,9 @@ struct Compiled {
     int32_t scratch_slot = -1;
     int64_t scratch_stride = 0;
     const UOp* scratch_bytes = nullptr;
+    // a GPU kernel's launch (codegen::CKernel): work items per dim (null: 1), and its buffers
+    std::array<const UOp*, 3> global_size{};
+    int32_t buffer_args = 0;
   };
   std::vector<ForTarget> code;
 };
@@ -163,6 +167,18 @@ class Generator {
   std::string dispatch(size_t fi) const;
   // the checks and dim binding of one kernel's arguments, its variants' run functions, its table
   std::string dispatch_kernel(const KernelInfo& k) const;
+  // kGuards_<id>, v's guard as the runtime's table, appended to s; its name ("nullptr" for none)
+  static std::string guard_array(const Variant& v, const std::string& id, std::string& s);
+
+  // device.cpp
+  // L_<part>_<target>.cl: one spec's kernels for an OpenCL target
+  std::string kernels_cl(size_t fi, size_t ti) const;
+  // the library's GPU targets by name ("opencl"; "" for none)
+  std::string gpu_targets_text() const;
+  // the part's OpenCL programs as string constants, kProgram_<target symbol>
+  std::string device_programs(size_t fi) const;
+  // kernel k's GPU variants: their run functions and kDeviceVariants_<kernel>
+  std::string device_dispatch(const KernelInfo& k) const;
   // The bytes argument i occupies, once its dims are bound: the product of the bound dims, with no
   // overflow check where none can overflow at their maximums (the common case: a few instructions
   // per call), else the runtime's saturating count
@@ -177,7 +193,9 @@ class Generator {
   std::string kernels_module(size_t fi, size_t ti) const;
   // what kiln writes for t in this run: its output kind, or C for every target (c_sources)
   target::Output output(const Target& t) const;
-  // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c or .o
+  // its output's name in the manifests: "c", "object", "opencl"
+  std::string output_name(const Target& t) const;
+  // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c, .o or .cl
   std::string kernel_file(size_t fi, size_t ti) const;
 
   // manifest.cpp

@@ -45,11 +45,29 @@ std::string Generator::kernels_module(size_t fi, size_t ti) const {
   return render::render_llvm_module(t, kernel_file(fi, ti), ks);
 }
 
-target::Output Generator::output(const Target& t) const { return o_.c_sources ? target::Output::CSource : t.output; }
+target::Output Generator::output(const Target& t) const {
+  return o_.c_sources && !t.gpu ? target::Output::CSource : t.output;
+}
+
+std::string Generator::output_name(const Target& t) const {
+  switch (output(t)) {
+    case target::Output::Object:
+      return "object";
+    case target::Output::OpenCL:
+      return "opencl";
+    case target::Output::CSource:
+      break;
+  }
+  return "c";
+}
 
 std::string Generator::kernel_file(size_t fi, size_t ti) const {
   const Target& t = *targets_[ti];
-  return o_.name + "_" + files_[fi].part + "_" + t.symbol + (output(t) == target::Output::Object ? ".o" : ".c");
+  const target::Output out = output(t);
+  return o_.name + "_" + files_[fi].part + "_" + t.symbol +
+         (out == target::Output::Object   ? ".o"
+          : out == target::Output::OpenCL ? ".cl"
+                                          : ".c");
 }
 
 // LLVM compiles each module on its own (its own context and target machine), so the modules of a

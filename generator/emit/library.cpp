@@ -40,6 +40,10 @@ GenResult Generator::run() {
         r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
         continue;
       }
+      if (output(*targets_[t]) == target::Output::OpenCL) {
+        r.files.push_back({kernel_file(f, t), kernels_cl(f, t)});
+        continue;
+      }
       std::string module = kernels_module(f, t);
       jobs.push_back({targets_[t], module, nullptr, nullptr});
       job_kernels.push_back({f, t});
@@ -113,6 +117,7 @@ std::string Generator::explain_call(const std::string& kernel, const std::map<st
     out += " " + std::string(sf.dims[size_t(i)]->arg<VarArg>().name) + "=" + std::to_string(d[size_t(i)]);
   out += k->dims.empty() ? " no dims:\n" : ":\n";
   for (const Target* t : targets_) {
+    if (t->gpu) continue;  // a call on the CPU: its GPU variants are for a GPU Context
     for (const Variant& v : k->variants) {
       std::string label = "  " + kernel + "[" + v.tag + "] on " + t->name + " (" + guard_text(v, sf.dims) + "): ";
       if ((t->runtime_mask & features) != t->runtime_mask) {

@@ -91,7 +91,7 @@ std::string Generator::manifest_part(size_t fi) const {
     const Target* t = targets_[ti];
     json tj;
     tj["name"] = t->name;
-    tj["output"] = output(*t) == target::Output::Object ? "object" : "c";
+    tj["output"] = output_name(*t);
     tj["file"] = kernel_file(fi, ti);
     tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;
@@ -190,7 +190,7 @@ bool Generator::merge_manifests(const std::vector<std::string>& parts, std::stri
   for (const Target* t : targets_) {
     json tj;
     tj["name"] = t->name;
-    tj["output"] = output(*t) == target::Output::Object ? "object" : "c";
+    tj["output"] = output_name(*t);
     tj["files"] = json::array();
     tj["flags"] = output(*t) == target::Output::CSource ? t->c_flags : std::vector<std::string>{};
     tj["features"] = t->runtime_bits;

@@ -562,15 +562,6 @@ TuneResult Tuner::run() {
   return r;
 }
 
-bool Generator::prepare(std::string& err) {
-  if (!check_options(err)) return false;
-  for (const std::string& path : o_.specs)
-    if (!load(path, err)) return false;
-  for (size_t f = 0; f < files_.size(); ++f)
-    if (!build_kernels(f, err)) return false;
-  return true;
-}
-
 }  // namespace kiln::emit::detail
 
 namespace kiln::emit {

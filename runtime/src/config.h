@@ -24,3 +24,13 @@
 #else
 #define KILN_EXCEPTIONS 0
 #endif
+
+// KILN_TRY { ... } KILN_CATCH_ALL { ... }: the handler where there are exceptions; without them
+// the block alone
+#if KILN_EXCEPTIONS
+#define KILN_TRY try
+#define KILN_CATCH_ALL catch (...)
+#else
+#define KILN_TRY if (true)
+#define KILN_CATCH_ALL else
+#endif

@@ -257,6 +257,17 @@ Status Context::status() const {
 #endif
 }
 
+namespace detail {
+DeviceState* device_state(Context* ctx) {
+#if KILN_DEVICES
+  return ctx != nullptr && ctx->ok() ? &ctx->impl().device : nullptr;
+#else
+  (void)ctx;
+  return nullptr;
+#endif
+}
+}  // namespace detail
+
 std::string Context::device_name() const {
   if (device_.is_cpu()) return "CPU";
 #if KILN_DEVICES

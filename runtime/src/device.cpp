@@ -47,8 +47,8 @@ const char* load_error() {
   return e != nullptr ? e : "no reason given";
 }
 
-// Loads the driver library into st.driver and returns its path; where it cannot be loaded,
-// st.status says so, after `none` ("no CUDA driver")
+}  // namespace
+
 const char* open_driver(DeviceState& st, const char* variable, const char* usual, const char* none) {
   const char* path = library(variable, usual);
   st.driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -58,79 +58,14 @@ const char* open_driver(DeviceState& st, const char* variable, const char* usual
   return path;
 }
 
-// whether every entry point was found; else st.status says the driver lacks `api`
-template <class... F>
-bool found(DeviceState& st, const char* none, const char* path, const char* api, F... entry_points) {
-  if ((... && (entry_points != nullptr))) return true;
-  st.status = (Message() << none << ": " << path << " lacks " << api).status(StatusCode::Unsupported);
-  return false;
+bool lacks(DeviceState& st, const char* none, const char* path, const char* api, bool all_found) {
+  if (!all_found) st.status = (Message() << none << ": " << path << " lacks " << api).status(StatusCode::Unsupported);
+  return !all_found;
 }
 
-template <class F> F symbol(void* lib, const char* name) {
-  F f;
-  void* p = dlsym(lib, name);
-  static_assert(sizeof f == sizeof p);
-  std::memcpy(&f, &p, sizeof f);
-  return p != nullptr ? f : nullptr;
-}
+void* entry_point(void* driver, const char* name) { return dlsym(driver, name); }
 
-// OpenCL 1.2's entry points, its handles as pointers and its enums as integers
-using cl_int = int32_t;
-using cl_uint = uint32_t;
-using GetPlatformIDs = cl_int (*)(cl_uint, void**, cl_uint*);
-using GetDeviceIDs = cl_int (*)(void*, uint64_t, cl_uint, void**, cl_uint*);
-using GetInfo = cl_int (*)(void*, cl_uint, size_t, void*, size_t*);
-constexpr uint64_t kClDeviceTypeAll = 0xFFFFFFFF;
-constexpr cl_uint kClPlatformName = 0x0902, kClDeviceName = 0x102B;
-
-void open_opencl(int index, DeviceState& st) {
-  const char* none = "no OpenCL platform";
-  const char* path = open_driver(st, "KILN_OPENCL_LIBRARY", "libOpenCL.so.1", none);
-  if (st.driver == nullptr) return;
-  auto platforms_of = symbol<GetPlatformIDs>(st.driver, "clGetPlatformIDs");
-  auto devices_of = symbol<GetDeviceIDs>(st.driver, "clGetDeviceIDs");
-  auto platform_info = symbol<GetInfo>(st.driver, "clGetPlatformInfo");
-  auto device_info = symbol<GetInfo>(st.driver, "clGetDeviceInfo");
-  if (!found(st, none, path, "the OpenCL 1.2 entry points", platforms_of, devices_of, platform_info, device_info))
-    return;
-  cl_uint nplatforms = 0;
-  cl_int err = platforms_of(0, nullptr, &nplatforms);
-  // -1001 (CL_PLATFORM_NOT_FOUND_KHR): the loader found no installed platform
-  if (err != 0 || nplatforms == 0) {
-    Message m;
-    m << "no OpenCL platform: the ICD loader (" << path << ") found none";
-    if (err != 0 && err != -1001) m << " (clGetPlatformIDs: error " << err << ")";
-    st.status = m.status(StatusCode::Unsupported);
-    return;
-  }
-  std::vector<void*> platforms(nplatforms);
-  if (platforms_of(nplatforms, platforms.data(), nullptr) != 0) {
-    st.status = Status(StatusCode::Unsupported, "no OpenCL platform: clGetPlatformIDs failed listing them");
-    return;
-  }
-  auto text = [](GetInfo info, void* of, cl_uint what) {
-    char buf[256] = {};
-    return info(of, what, sizeof buf - 1, buf, nullptr) == 0 ? std::string(buf) : std::string();
-  };
-  int seen = 0;
-  for (void* p : platforms) {
-    cl_uint n = 0;
-    if (devices_of(p, kClDeviceTypeAll, 0, nullptr, &n) != 0 || n == 0) continue;
-    if (index >= seen + static_cast<int>(n)) {
-      seen += static_cast<int>(n);
-      continue;
-    }
-    std::vector<void*> devices(n);
-    if (devices_of(p, kClDeviceTypeAll, n, devices.data(), nullptr) != 0) break;
-    st.handle = devices[static_cast<size_t>(index - seen)];
-    st.platform = p;
-    st.name = text(device_info, st.handle, kClDeviceName) + ": " + text(platform_info, p, kClPlatformName);
-    return;
-  }
-  st.status = (Message() << "OpenCL device " << index << " not found: the platforms have " << seen << " device"
-                         << (seen == 1 ? "" : "s"))
-                  .status(StatusCode::Unsupported);
-}
+namespace {
 
 // The CUDA driver API's entry points (CUresult as int, CUdevice as int)
 using CuInit = int (*)(unsigned);
@@ -186,17 +121,24 @@ void open_device(Device device, DeviceState& st) {
 }
 
 DeviceState::~DeviceState() {
+  if (cl) close_opencl(*this);
   if (driver != nullptr) dlclose(driver);
 }
 #endif
 
-Status device_check(const char* kernel, const Context* ctx) {
+Status device_check(const char* kernel, const Context* ctx) { return device_check(kernel, ctx, ""); }
+
+Status device_check(const char* kernel, const Context* ctx, const char* built_for) {
   if (ctx == nullptr || ctx->device().is_cpu()) return Status();
   Status st = ctx->status();
   if (!st.ok()) return (Message() << kernel << ": " << st.message()).status(st.code());
-  return (Message() << kernel << ": the library has no variant for " << ctx->device().name() << " ("
-                    << ctx->device_name() << "): it was built for CPU targets only")
-      .status(StatusCode::Unsupported);
+  Message m;
+  m << kernel << ": the library has no variant for " << ctx->device().name() << " (" << ctx->device_name() << "): ";
+  if (built_for == nullptr || *built_for == '\0')
+    m << "it was built for CPU targets only";
+  else
+    m << "its GPU variants are for " << built_for << " only";
+  return m.status(StatusCode::Unsupported);
 }
 
 std::string device_explain(const char* kernel, const Context* ctx) {

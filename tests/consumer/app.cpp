@@ -88,7 +88,7 @@ void gemm(int64_t m, int64_t k, int64_t n, kiln::Context* ctx, std::mt19937& rng
   double us = time_us([&] { return nn::gemm(va, vb, vc, ctx); });
   check("gemm", c, ref_gemm(a, b, m, k, n));
   std::printf("gemm %lldx%lldx%lld: %s, %.1f us (%.2f GFLOP/s)\n", (long long)m, (long long)k, (long long)n,
-              taken(nn::gemm_explain(va, vb, vc)).c_str(), us, 2.0 * double(m * n * k) / us / 1e3);
+              taken(nn::gemm_explain(va, vb, vc, ctx)).c_str(), us, 2.0 * double(m * n * k) / us / 1e3);
 }
 
 void mlp(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
@@ -109,7 +109,7 @@ void mlp(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
     }
   check("mlp", y, want);
   std::printf("mlp %lldx64 -> 128 -> 10: %s, %.1f us\n", (long long)m,
-              taken(nn::mlp_explain(vx, vw1, vb1, vw2, vb2, vy)).c_str(), us);
+              taken(nn::mlp_explain(vx, vw1, vb1, vw2, vb2, vy, ctx)).c_str(), us);
 }
 
 void rows(bool softmax, int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& rng) {
@@ -135,7 +135,8 @@ void rows(bool softmax, int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& 
   }
   const char* name = softmax ? "softmax_rows" : "layernorm_rows";
   check(name, y, want);
-  std::string variant = taken(softmax ? nn::softmax_rows_explain(vx, vy) : nn::layernorm_rows_explain(vx, vy));
+  std::string variant =
+      taken(softmax ? nn::softmax_rows_explain(vx, vy, ctx) : nn::layernorm_rows_explain(vx, vy, ctx));
   std::printf("%s %lldx%lld: %s, %.1f us\n", name, (long long)m, (long long)d, variant.c_str(), us);
 }
 
@@ -162,7 +163,7 @@ void conv(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
         }
   check("conv", y, want);
   std::printf("conv %lldx8x16x16 * 16x8x3x3: %s, %.1f us\n", (long long)batch,
-              taken(nn::conv_explain(vx, vw, vb, vy)).c_str(), us);
+              taken(nn::conv_explain(vx, vw, vb, vy, ctx)).c_str(), us);
 }
 
 std::vector<int32_t> random_ints(size_t n, int32_t lo, int32_t hi, std::mt19937& rng) {
@@ -203,7 +204,7 @@ void conv_bias(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
         }
   check("conv_bias", y, want);
   std::printf("conv_bias %lldx8x16x16 stride 2: %s, %.1f us\n", (long long)batch,
-              taken(nn::conv_bias_explain(vx, vw, vb, vy)).c_str(), us);
+              taken(nn::conv_bias_explain(vx, vw, vb, vy, ctx)).c_str(), us);
 }
 
 // x.flip(1).permute(1, 0) * x[-1].reshape(-1, 1) + x.max(1).reshape(1, -1).expand(16, -1); x[:, 2:12:2] - x[:, 30:0:-6]
@@ -227,7 +228,7 @@ void movement_and_slices(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
       want2[size_t(i * 5 + j)] = double(s[size_t(i * 32 + 2 + 2 * j)]) - s[size_t(i * 32 + 30 - 6 * j)];
   check("slices", z, want2);
   std::printf("movement %lldx16: %s, %.1f us; slices %lldx32: %.1f us\n", (long long)m,
-              taken(nn::movement_explain(vx, vy)).c_str(), us, (long long)m, us2);
+              taken(nn::movement_explain(vx, vy, ctx)).c_str(), us, (long long)m, us2);
 }
 
 // a & b | a >> 3 ^ b << 2 and x.argmin(1)
@@ -244,7 +245,8 @@ void bits(int64_t m, kiln::Context* ctx, std::mt19937& rng) {
     want_idx[size_t(i)] = int32_t(std::min_element(x.begin() + i * 40, x.begin() + i * 40 + 40) - (x.begin() + i * 40));
   check_ints("bits", y, want);
   check_ints("argmin", idx, want_idx);
-  std::printf("bits %lldx64: %s, %.1f us\n", (long long)m, taken(nn::bits_explain(va, vb, vx, vy, vi)).c_str(), us);
+  std::printf("bits %lldx64: %s, %.1f us\n", (long long)m, taken(nn::bits_explain(va, vb, vx, vy, vi, ctx)).c_str(),
+              us);
 }
 
 void gelu_exact(int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& rng) {
@@ -256,7 +258,7 @@ void gelu_exact(int64_t m, int64_t d, kiln::Context* ctx, std::mt19937& rng) {
   for (size_t i = 0; i < x.size(); ++i) want[i] = 0.5 * x[i] * (1 + std::erf(double(x[i]) / std::sqrt(2.0)));
   check("gelu_exact", y, want);
   std::printf("gelu_exact %lldx%lld: %s, %.1f us\n", (long long)m, (long long)d,
-              taken(nn::gelu_exact_explain(vx, vy)).c_str(), us);
+              taken(nn::gelu_exact_explain(vx, vy, ctx)).c_str(), us);
 }
 
 // max_pool2d(3, stride=2, dilation=2, padding=2, ceil_mode=true) and
@@ -285,11 +287,12 @@ void pools(int64_t batch, kiln::Context* ctx, std::mt19937& rng) {
       }
   check("max_pool2d", mx, want_max);
   check("avg_pool2d", av, want_avg);
-  std::printf("pools %lldx4x15x15: %s, %.1f us\n", (long long)batch, taken(nn::pools_explain(vx, vm, va)).c_str(), us);
+  std::printf("pools %lldx4x15x15: %s, %.1f us\n", (long long)batch, taken(nn::pools_explain(vx, vm, va, ctx)).c_str(),
+              us);
 }
 
 // a bad call returns a status that says what is wrong; nothing runs
-void bad_calls() {
+void bad_calls(kiln::Context* ctx) {
   std::vector<float> a(64), b(64), c(64);
   auto expect = [](const char* what, const kiln::Status& s, const std::string& message) {
     if (s.ok() || s.message() != message) {
@@ -299,11 +302,11 @@ void bad_calls() {
   };
   expect("a wrong rank",
          nn::gemm(kiln::TensorView(a.data(), {64}), kiln::TensorView(b.data(), {8, 8}),
-                  kiln::TensorView(c.data(), {8, 8})),
+                  kiln::TensorView(c.data(), {8, 8}), ctx),
          "gemm: argument a: expected rank 2, got rank 1");
   expect("inconsistent dims",
          nn::gemm(kiln::TensorView(a.data(), {8, 8}), kiln::TensorView(b.data(), {4, 16}),
-                  kiln::TensorView(c.data(), {8, 16})),
+                  kiln::TensorView(c.data(), {8, 16}), ctx),
          "gemm: argument b: dim 0 (K) is 4, but argument a dim 1 set K = 8");
   std::printf("bad calls: statuses as expected\n");
 }
@@ -332,37 +335,54 @@ void gpu_context(std::mt19937& rng) {
   std::printf("gemm through it: %s\n", message.c_str());
 }
 
+// every kernel at shapes in its buckets and in the generic variant: through ctx (two threads, or a
+// GPU), and through `solo` (nullptr: the calling thread; the GPU again)
+void suite(kiln::Context* ctx, kiln::Context* solo, std::mt19937& rng) {
+  gemm(1, 256, 256, solo, rng);  // a vector-matrix product: the M == 1 variant
+  gemm(32, 64, 128, ctx, rng);   // M % 16 == 0 and N % 64 == 0
+  gemm(37, 50, 70, ctx, rng);    // no bucket: the generic variant
+  gemm(256, 256, 256, ctx, rng);
+  mlp(1, solo, rng);
+  mlp(48, ctx, rng);
+  mlp(5, ctx, rng);
+  rows(true, 4, 1024, ctx, rng);  // D % 64 == 0
+  rows(true, 3, 1000, ctx, rng);
+  rows(false, 16, 512, ctx, rng);
+  rows(false, 7, 77, solo, rng);
+  conv(1, solo, rng);  // B == 1
+  conv(3, ctx, rng);
+  conv_bias(1, solo, rng);
+  conv_bias(2, ctx, rng);
+  movement_and_slices(1, solo, rng);
+  movement_and_slices(37, ctx, rng);
+  bits(1, solo, rng);
+  bits(21, ctx, rng);
+  gelu_exact(3, 128, ctx, rng);
+  gelu_exact(5, 77, solo, rng);
+  pools(1, solo, rng);
+  pools(3, ctx, rng);
+  bad_calls(ctx);
+}
+
 }  // namespace
 
-int main() {
+// The suite on the CPU, then on the first OpenCL device where there is one (the library has
+// OpenCL variants: TARGETS ... opencl); `app --opencl` fails where there is none.
+int main(int argc, char** argv) {
+  const bool need_opencl = argc > 1 && std::string(argv[1]) == "--opencl";
   std::mt19937 rng(42);
   kiln::Context ctx(2);  // two threads; a call without a context runs on the calling thread
   std::printf("kiln consumer app: kernels of nn.kiln on a CPU with %s\n", kiln::cpu_features_string().c_str());
   gpu_context(rng);
-  gemm(1, 256, 256, nullptr, rng);  // a vector-matrix product: the M == 1 variant
-  gemm(32, 64, 128, &ctx, rng);     // M % 16 == 0 and N % 64 == 0
-  gemm(37, 50, 70, &ctx, rng);      // no bucket: the generic variant
-  gemm(256, 256, 256, &ctx, rng);
-  mlp(1, nullptr, rng);
-  mlp(48, &ctx, rng);
-  mlp(5, &ctx, rng);
-  rows(true, 4, 1024, &ctx, rng);  // D % 64 == 0
-  rows(true, 3, 1000, &ctx, rng);
-  rows(false, 16, 512, &ctx, rng);
-  rows(false, 7, 77, nullptr, rng);
-  conv(1, nullptr, rng);  // B == 1
-  conv(3, &ctx, rng);
-  conv_bias(1, nullptr, rng);
-  conv_bias(2, &ctx, rng);
-  movement_and_slices(1, nullptr, rng);
-  movement_and_slices(37, &ctx, rng);
-  bits(1, nullptr, rng);
-  bits(21, &ctx, rng);
-  gelu_exact(3, 128, &ctx, rng);
-  gelu_exact(5, 77, nullptr, rng);
-  pools(1, nullptr, rng);
-  pools(3, &ctx, rng);
-  bad_calls();
+  suite(&ctx, nullptr, rng);
+  kiln::Context ocl(kiln::Device::opencl());
+  if (ocl.status().ok()) {
+    std::printf("OpenCL context: found %s\n", ocl.device_name().c_str());
+    suite(&ocl, &ocl, rng);
+  } else {
+    std::printf("OpenCL context: %s\n", std::string(ocl.status().message()).c_str());
+    if (need_opencl) ++failures;
+  }
   if (failures) {
     std::printf("%d FAILURES\n", failures);
     return 1;

@@ -2,7 +2,8 @@
 # Builds and runs the consumer project exactly as a user would, against an *installed* kiln:
 #   1. cmake --install the kiln build into a fresh prefix;
 #   2. configure tests/consumer (a copy, so nothing in the checkout changes) with
-#      find_package(kiln), build it with Ninja, run the app (it checks every result) and the C99
+#      find_package(kiln), build it with Ninja, run the app (it checks every result, on the CPU
+#      and, where an OpenCL platform is installed, through an OpenCL context) and the C99
 #      program capp (the C entry points: results, and each bad call's status and message), and
 #      a C call into nn's dispatch as another ABI's kiln would write it (refused, naming both);
 #   3. drive Ninja: a no-op build runs nothing; touching the spec re-runs kiln gen and nothing
@@ -22,7 +23,15 @@ cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAK
 cmake --build "$work/build"
 
 echo "== run the app"
-"$work/build/app" | tee "$work/app.log"
+# with an OpenCL platform installed (CI installs PoCL) every kernel runs there too, and must
+export POCL_CACHE_DIR="$work/pocl-cache"
+opencl=()
+if compgen -G "/etc/OpenCL/vendors/*.icd" >/dev/null; then opencl=(--opencl); fi
+"$work/build/app" "${opencl[@]}" | tee "$work/app.log"
+if ((${#opencl[@]})); then
+  grep -q "^OpenCL context: found " "$work/app.log" || fail "the app found no OpenCL device"
+  (($(grep -c " on opencl, " "$work/app.log") >= 20)) || fail "the app's OpenCL calls did not take OpenCL variants"
+fi
 
 # a CUDA context on this machine: without the driver (as on CI's machines) it says so, and the
 # app's CPU calls after it still run; with a driver, the call through it is refused all the same
@@ -143,8 +152,10 @@ c_symbols="$(awk '$2 == "c" {print $1}' <<<"$target_rows" | paste -sd'|')"
 # objects of this machine's architecture are linked; the others' are made and left out
 object_symbols="$(awk '$2 == "object" && $4 == "x86_64" {print $1}' <<<"$target_rows" | xargs)"
 foreign_symbols="$(awk '$2 == "object" && $4 != "x86_64" {print $1}' <<<"$target_rows" | xargs)"
+# OpenCL's kernels are a source file the dispatch embeds: neither compiled nor archived
+opencl_symbols="$(awk '$2 == "opencl" {print $1}' <<<"$target_rows" | xargs)"
 n_c="$(awk '$2 == "c"' <<<"$target_rows" | wc -l)"
-[[ $((n_c + $(wc -w <<<"$object_symbols $foreign_symbols"))) -eq ${#consumer_targets[@]} ]] ||
+[[ $((n_c + $(wc -w <<<"$object_symbols $foreign_symbols $opencl_symbols"))) -eq ${#consumer_targets[@]} ]] ||
   fail "kiln targets lacks a consumer target"
 # the compile commands Ninja would run for the C targets' kernel files (nn_nn_<symbol>.c), read
 # without building
@@ -178,6 +189,9 @@ check_modes() {  # build dir, ninja file, mode, whether -g is expected
   for sym in $foreign_symbols; do
     grep -qF -- "nn_nn_$sym.o" <<<"$(grep -F -- "libnn.a" <<<"$all")" &&
       fail "$3: the library archives nn_nn_$sym.o, another architecture's"
+  done
+  for sym in $opencl_symbols; do
+    grep -qF -- "nn_nn_$sym.cl" <<<"$all" && fail "$3: nn_nn_$sym.cl is compiled or archived: the dispatch embeds it"
   done
   echo "  $3: the $n_c C kernel files get -O3 last$([[ "$4" == yes ]] && echo ", and -g"); objects:" \
     "${object_symbols:-none} (not linked here: ${foreign_symbols:-none})"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/gen/library.h"  // kiln_gen_test, or the tuned one
+#include "tests/gen/sanitized.h"
 #include "tests/unit/guard_pages.h"
 
 namespace {
@@ -356,18 +357,6 @@ TEST(Dispatch, AGpuContextWithoutItsDriverSaysSoAndTheCpuCallsStillRun) {
 }
 
 #if KILN_HEAP
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // The OpenCL device PoCL gives (CI installs it): found and named by the driver; the library has no
 // OpenCL variant, so a call says so, naming the kernel and the device; a device index past the
 // platforms' devices and an ICD loader that is not there are reported.

@@ -189,9 +189,18 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
             "opencl, riscv64-rvv, "
             "wasm32-simd128, x86_64-avx2, x86_64-avx512)\n");
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
-  EXPECT_EQ(error(opts("lib", {"cpu", "opencl"}, {spec})),
-            "kiln: error: target 'opencl': the OpenCL library output is not built yet (kiln codegen --target opencl "
-            "<spec> prints the kernels' OpenCL C)\n");
+  {  // the GPU target: its kernels in a .cl file, and embedded in the dispatch as the same text
+    emit::GenResult r = emit::generate(opts("lib", {"cpu", "opencl"}, {spec}));
+    ASSERT_TRUE(r.ok) << r.errors;
+    std::string cl, dispatch;
+    for (const auto& [name, text] : r.files) {
+      if (name == "lib_d_opencl.cl") cl = text;
+      if (name == "lib_d_dispatch.cpp") dispatch = text;
+    }
+    EXPECT_NE(cl.find("__kernel void "), std::string::npos);
+    EXPECT_NE(dispatch.find("const char kProgram_opencl[] =\n"), std::string::npos);
+    EXPECT_NE(dispatch.find("kiln::detail::DeviceCall call("), std::string::npos);
+  }
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
   EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),

@@ -27,13 +27,26 @@ struct Variant {
   size_t (*workspace)(const int64_t* d, int32_t cores);  // a call's bytes when `cores` share it
 };
 
-inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
-  if ((v.features & features) != v.features) return false;
-  for (int32_t i = 0; i < v.guard_count; ++i) {
-    const Guard& g = v.guards[i];
+// A GPU variant: the kind of device it runs on (kiln::Device::Kind), the buckets its dims must be
+// in, and how it runs there (through a DeviceCall)
+struct DeviceVariant {
+  const char* name;
+  int32_t kind;
+  const Guard* guards;
+  int32_t guard_count;
+  Status (*run)(void* const* args, const int64_t* d, Context* ctx);
+};
+
+inline bool guards_hold(const Guard* guards, int32_t n, const int64_t* d) {
+  for (int32_t i = 0; i < n; ++i) {
+    const Guard& g = guards[i];
     if (g.multiple ? d[g.dim] % g.value != 0 : d[g.dim] != g.value) return false;
   }
   return true;
+}
+
+inline bool holds(const Variant& v, const int64_t* d, uint32_t features) {
+  return (v.features & features) == v.features && guards_hold(v.guards, v.guard_count, d);
 }
 
 // the max of two sizes, as the generated size expressions spell it
@@ -50,6 +63,17 @@ inline const Variant* pick(const Variant* vs, int32_t n, const int64_t* d) {
   return nullptr;
 }
 
+// why a guard fails at d ("M = 3 is not 1"), or "" where it holds
+inline std::string guard_failure(const Guard* guards, int32_t n, const int64_t* d, const char* const* dim_names) {
+  for (int32_t j = 0; j < n; ++j) {
+    const Guard& g = guards[j];
+    std::string x = std::string(dim_names[g.dim]) + " = " + std::to_string(d[g.dim]);
+    if (g.multiple && d[g.dim] % g.value != 0) return x + " is not a multiple of " + std::to_string(g.value);
+    if (!g.multiple && d[g.dim] != g.value) return x + " is not " + std::to_string(g.value);
+  }
+  return "";
+}
+
 // <kernel>_explain's text: each variant in order, skipped (and why) or taken
 inline std::string explain(const char* kernel, const Variant* vs, int32_t n, const int64_t* d,
                            const char* const* dim_names) {
@@ -62,13 +86,7 @@ inline std::string explain(const char* kernel, const Variant* vs, int32_t n, con
       s += "skipped, this CPU lacks its instructions\n";
       continue;
     }
-    std::string why;
-    for (int32_t j = 0; j < v.guard_count && why.empty(); ++j) {
-      const Guard& g = v.guards[j];
-      std::string x = std::string(dim_names[g.dim]) + " = " + std::to_string(d[g.dim]);
-      if (g.multiple && d[g.dim] % g.value != 0) why = x + " is not a multiple of " + std::to_string(g.value);
-      if (!g.multiple && d[g.dim] != g.value) why = x + " is not " + std::to_string(g.value);
-    }
+    std::string why = guard_failure(v.guards, v.guard_count, d, dim_names);
     if (!why.empty()) {
       s += "skipped, " + why + "\n";
       continue;
@@ -76,6 +94,35 @@ inline std::string explain(const char* kernel, const Variant* vs, int32_t n, con
     return s + "taken\n";
   }
   return s + "no variant holds (a kiln bug: the generic variant covers every shape in range)\n";
+}
+
+// A call through a GPU Context (ctx's device is not the CPU): refused as device_check() says where
+// its device cannot be reached or the library has no variant for its kind of device (`built_for`:
+// the library's GPU targets, "" for none); else the first of that kind whose guard holds runs.
+inline Status device_run(const char* kernel, const DeviceVariant* vs, int32_t n, const char* built_for,
+                         void* const* args, const int64_t* d, Context* ctx) {
+  if (ctx->status().ok())
+    for (int32_t i = 0; i < n; ++i)
+      if (vs[i].kind == static_cast<int32_t>(ctx->device().kind()) && guards_hold(vs[i].guards, vs[i].guard_count, d))
+        return vs[i].run(args, d, ctx);
+  return device_check(kernel, ctx, built_for);
+}
+
+// <kernel>_explain's text for a call through a GPU Context: its device's variants in order, each
+// skipped (and why) or taken; "error: ..." as device_run() would refuse the call
+inline std::string device_explain(const char* kernel, const DeviceVariant* vs, int32_t n, const char* built_for,
+                                  const int64_t* d, const char* const* dim_names, const Context* ctx) {
+  std::string s = std::string(kernel) + " on " + ctx->device().name() + " (" + ctx->device_name() + "):\n";
+  bool any = false;
+  for (int32_t i = 0; i < n && ctx->status().ok(); ++i) {
+    if (vs[i].kind != static_cast<int32_t>(ctx->device().kind())) continue;
+    any = true;
+    std::string why = guard_failure(vs[i].guards, vs[i].guard_count, d, dim_names);
+    s += "  " + std::string(vs[i].name) + ": " + (why.empty() ? "taken\n" : "skipped, " + why + "\n");
+    if (why.empty()) return s;
+  }
+  if (!any) return "error: " + std::string(device_check(kernel, ctx, built_for).message());
+  return s + "  no variant holds (a kiln bug: the generic variant covers every shape in range)\n";
 }
 
 }  // namespace detail

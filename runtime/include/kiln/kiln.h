@@ -274,7 +274,9 @@ struct TensorView {
 class Context;
 namespace detail {
 void* workspace(Context* ctx, size_t bytes, Status* status);
-}
+struct DeviceState;
+DeviceState* device_state(Context* ctx);
+}  // namespace detail
 
 // Where a Context's calls run: the CPU (the default), or a GPU through its driver, which the
 // runtime loads when a Context is made for it (dlopen: libOpenCL.so.1, libcuda.so.1; the
@@ -362,6 +364,7 @@ class Context {
  private:
   struct Impl;
   friend void* detail::workspace(Context* ctx, size_t bytes, Status* status);
+  friend detail::DeviceState* detail::device_state(Context* ctx);
   Impl& impl() noexcept;
 
   void open_device();
@@ -443,8 +446,43 @@ Status overlap_error(const char* kernel, const char* output, const char* other, 
 // no variant for <device> (<driver's name>)". The generated entry points ask after their checks of
 // the arguments, so a bad call is refused as it is on the CPU.
 Status device_check(const char* kernel, const Context* ctx);
+// the same, for a library whose GPU variants are for `built_for` ("opencl"; "": none) only
+Status device_check(const char* kernel, const Context* ctx, const char* built_for);
 // "<kernel> on <device>: no variant ...": explain's line for such a call
 std::string device_explain(const char* kernel, const Context* ctx);
+
+// One call's work on ctx's GPU, as a generated device variant (kiln/dispatch.h) spells it: the
+// call's buffers by number (uploaded from the host, or allocated), the kernels of `program` (the
+// OpenCL C the library embeds; built for the device at its first call through ctx and kept there)
+// launched in order, the outputs downloaded. The first failure is kept and every step after it
+// does nothing; finish() waits for the device and returns it. Calls through one Context take
+// turns on its device. A buffer of SIZE_MAX bytes (a count that overflowed) is refused.
+class DeviceCall {
+ public:
+  DeviceCall(const char* kernel, Context* ctx, const char* program, int32_t buffers) noexcept;
+  ~DeviceCall();  // lets go of the call's device buffers
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+
+  void upload(int32_t buffer, const void* host, size_t bytes) noexcept;
+  void allocate(int32_t buffer, size_t bytes) noexcept;
+  // `function` over global[0] x global[1] x global[2] work items (none where one is 0), taking the
+  // buffers numbered `buffers` (its slots in order), then `nvars` dims as longs
+  void launch(const char* function, const int32_t* buffers, int32_t count, const int64_t* vars, int32_t nvars,
+              const int64_t* global) noexcept;
+  void download(int32_t buffer, void* host, size_t bytes) noexcept;
+  Status finish() noexcept;
+
+  struct Impl;  // the runtime's
+
+ private:
+  void make(int32_t buffer, const void* host, size_t bytes) noexcept;
+
+  const char* kernel_;
+  Context* ctx_ = nullptr;
+  Impl* impl_ = nullptr;
+  Status status_;
+};
 
 // What the generated C entry points add to the C++ ones' checks: InvalidArgument
 // "<kernel>: no context (...)" for a NULL kiln_context, "<kernel>: argument <arg>: null kiln_tensor"

@@ -1,0 +1,311 @@
+// tests/gen/dispatch.kiln built with TARGETS cpu opencl (kiln_gen_ocl), called through a
+// kiln::Context(kiln::Device::opencl()) on PoCL, which CI installs: every kernel at shapes in each
+// bucket and in the generic variant, on random inputs and edge values, with the outputs poisoned
+// first, against a float64 reference; explain names the OpenCL variant a call takes; bad calls are
+// refused with the CPU's statuses and write nothing; buffers too large to count are refused before
+// anything runs; calls from two threads through one context; the CPU calls of the same library.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "kiln_gen_ocl.h"
+#include "tests/gen/sanitized.h"
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// random values in [-1, 1], never zero, with edge values (halves, -0.5, 1) at the front
+template <class T> std::vector<T> inputs(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  std::vector<T> v(n);
+  for (T& x : v) x = T(rng() % 2 ? u(rng) : -u(rng));
+  const T edges[] = {T(0.5), T(-0.5), T(1), T(-1)};
+  for (size_t i = 0; i < n && i < 4; ++i) v[i] = edges[i];
+  return v;
+}
+
+// the device the tests run on, or why there is none (the test is skipped only where that is
+// expected: under a sanitizer, whose uninstrumented PoCL cannot run, or Bazel's sandbox)
+class OpenCl : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kSanitized) GTEST_SKIP() << "PoCL's LLVM is not instrumented: the dev build runs this";
+    ctx_ = std::make_unique<kiln::Context>(kiln::Device::opencl(), 2);
+    kiln::Status st = ctx_->status();
+    if (!st.ok() && std::getenv("TEST_SRCDIR") != nullptr) GTEST_SKIP() << "under Bazel's sandbox: " << st.message();
+    ASSERT_TRUE(st.ok()) << st.message() << " (CI installs PoCL: pocl-opencl-icd)";
+  }
+  kiln::Context* gpu() { return ctx_.get(); }
+
+ private:
+  ScopedEnv cache_{"POCL_CACHE_DIR", ::testing::TempDir().c_str()};
+  std::unique_ptr<kiln::Context> ctx_;
+};
+
+// the variant the generated explain says a call takes
+std::string taken(const std::string& explanation) {
+  size_t end = explanation.find(": taken");
+  if (end == std::string::npos) return "none in: " + explanation;
+  size_t start = explanation.rfind('\n', end);
+  return explanation.substr(start + 3, end - start - 3);
+}
+
+// |got - want| within tol * (1 + scale), NaN where want is NaN
+template <class T>
+void expect_close(const std::vector<T>& got, const std::vector<double>& want, const std::vector<double>& scale,
+                  double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i]) || std::isinf(want[i])) {
+      ASSERT_TRUE(std::isnan(want[i]) ? std::isnan(double(got[i])) : double(got[i]) == want[i])
+          << what << " [" << i << "]: " << got[i];
+      continue;
+    }
+    ASSERT_NEAR(double(got[i]), want[i], tol * (1 + scale[i])) << what << " [" << i << "]";
+  }
+}
+
+// a @ b in float64, and the sum of |a||b| each entry's rounding scales with
+void matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
+            std::vector<double>& c, std::vector<double>& scale) {
+  c.assign(size_t(m * n), 0);
+  scale.assign(size_t(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p) {
+        double x = double(a[size_t(i * k + p)]) * double(b[size_t(p * n + j)]);
+        c[size_t(i * n + j)] += x;
+        scale[size_t(i * n + j)] += std::fabs(x);
+      }
+}
+
+TEST_F(OpenCl, GemmAtEveryBucketAndTheGenericVariantMatchesTheReference) {
+  struct Shape {
+    int64_t m, k, n;
+    const char* variant;
+  };
+  const Shape shapes[] = {{1, 8, 64, "gemm[M == 1 && N % 64 == 0] on opencl"},
+                          {1, 64, 37, "gemm[M == 1] on opencl"},
+                          {16, 5, 128, "gemm[M % 16 == 0 && N % 64 == 0] on opencl"},
+                          {32, 1, 200, "gemm[M % 16 == 0] on opencl"},
+                          {7, 17, 192, "gemm[N % 64 == 0] on opencl"},
+                          {63, 64, 199, "gemm[any shape in range] on opencl"}};
+  for (const Shape& s : shapes) {
+    std::vector<float> a = inputs<float>(size_t(s.m * s.k), 1), b = inputs<float>(size_t(s.k * s.n), 2);
+    std::vector<float> c(size_t(s.m * s.n), kNaN);
+    kiln::TensorView va(a.data(), {s.m, s.k}), vb(b.data(), {s.k, s.n}), vc(c.data(), {s.m, s.n});
+    const std::string explained = kiln_gen_ocl::gemm_explain(va, vb, vc, gpu());
+    EXPECT_EQ(taken(explained), s.variant) << explained;
+    EXPECT_EQ(explained.rfind("gemm on OpenCL device 0 (" + gpu()->device_name() + "):\n", 0), 0u) << explained;
+    kiln::Status st = kiln_gen_ocl::gemm(va, vb, vc, gpu());
+    ASSERT_TRUE(st.ok()) << st.message();
+    std::vector<double> want, scale;
+    matmul(a, b, s.m, s.k, s.n, want, scale);
+    expect_close(c, want, scale, 1e-6,
+                 "gemm " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n));
+  }
+}
+
+TEST_F(OpenCl, EveryOtherKernelMatchesTheReference) {
+  for (int64_t n : {1, 64, 77, 200}) {  // axpy in f64, NaN and inf through it
+    std::vector<double> x = inputs<double>(size_t(n), 3), y = inputs<double>(size_t(n), 4), z(size_t(n), NAN);
+    if (n > 8) x[5] = INFINITY, y[6] = NAN, x[7] = -0.0;
+    ASSERT_TRUE(kiln_gen_ocl::axpy(kiln::TensorView(x.data(), {n}), kiln::TensorView(y.data(), {n}),
+                                   kiln::TensorView(z.data(), {n}), gpu())
+                    .ok());
+    std::vector<double> want(x.size()), scale(x.size(), 0);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = 2.0 * x[i] + y[i];
+    expect_close(z, want, scale, 1e-15, "axpy");
+  }
+  for (int64_t m : {1, 16, 45}) {  // rowsum in i32, the bits exact
+    std::vector<int32_t> x(size_t(m * 4)), s(size_t(m), INT32_MIN);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = int32_t(i * 2654435761u);  // wraps: the same as the device's
+    ASSERT_TRUE(kiln_gen_ocl::rowsum(kiln::TensorView(x.data(), {m, 4}), kiln::TensorView(s.data(), {m}), gpu()).ok());
+    for (int64_t i = 0; i < m; ++i) {
+      uint32_t want = 0;
+      for (int64_t j = 0; j < 4; ++j) want += uint32_t(x[size_t(i * 4 + j)]);
+      ASSERT_EQ(uint32_t(s[size_t(i)]), want) << i;
+    }
+  }
+  for (int64_t m : {1, 16, 33}) {  // mlp: two kernels and an intermediate buffer
+    std::vector<float> x = inputs<float>(size_t(m * 8), 5), w = inputs<float>(8 * 16, 6), v = inputs<float>(16 * 4, 7);
+    std::vector<float> y(size_t(m * 4), kNaN);
+    ASSERT_TRUE(kiln_gen_ocl::mlp(kiln::TensorView(x.data(), {m, 8}), kiln::TensorView(w.data(), {8, 16}),
+                                  kiln::TensorView(v.data(), {16, 4}), kiln::TensorView(y.data(), {m, 4}), gpu())
+                    .ok());
+    std::vector<double> h, hs, want(size_t(m * 4), 0), scale(size_t(m * 4), 0);
+    matmul(x, w, m, 8, 16, h, hs);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t p = 0; p < 16; ++p) {
+          double r = h[size_t(i * 16 + p)] > 0 ? h[size_t(i * 16 + p)] : 0;
+          want[size_t(i * 4 + j)] += r * v[size_t(p * 4 + j)];
+          scale[size_t(i * 4 + j)] += (hs[size_t(i * 16 + p)] + 1) * std::fabs(v[size_t(p * 4 + j)]);
+        }
+    expect_close(y, want, scale, 1e-6, "mlp");
+  }
+  {  // tiny: literal shapes, no dims
+    std::vector<float> x = {0.5f, -0.5f, -0.0f, kNaN}, y(4, 7.0f);
+    ASSERT_TRUE(kiln_gen_ocl::tiny(kiln::TensorView(x.data(), {4}), kiln::TensorView(y.data(), {4}), gpu()).ok());
+    EXPECT_EQ(y[0], 1.5f);
+    EXPECT_EQ(y[1], 0.5f);
+    EXPECT_EQ(y[2], 1.0f);
+    EXPECT_TRUE(std::isnan(y[3]));
+  }
+  for (int64_t n : {1, 64, 130}) {  // pair: two outputs
+    std::vector<float> x = inputs<float>(size_t(n), 8), p(size_t(n), kNaN), q(size_t(n), kNaN);
+    ASSERT_TRUE(kiln_gen_ocl::pair(kiln::TensorView(x.data(), {n}), kiln::TensorView(p.data(), {n}),
+                                   kiln::TensorView(q.data(), {n}), gpu())
+                    .ok());
+    for (size_t i = 0; i < size_t(n); ++i) {
+      ASSERT_EQ(p[i], x[i] + 1.0f);
+      ASSERT_EQ(q[i], x[i] * 2.0f);
+    }
+  }
+  for (int64_t r : {1, 3}) {  // wide and huge, at shapes that fit
+    std::vector<float> x = inputs<float>(size_t(r), 9), w = inputs<float>(1024, 10), v = inputs<float>(1024, 11);
+    std::vector<float> y(size_t(r), kNaN);
+    ASSERT_TRUE(kiln_gen_ocl::wide(kiln::TensorView(x.data(), {r, 1}), kiln::TensorView(w.data(), {1, 1024}),
+                                   kiln::TensorView(v.data(), {1024, 1}), kiln::TensorView(y.data(), {r, 1}), gpu())
+                    .ok());
+    for (int64_t i = 0; i < r; ++i) {
+      double want = 0, scale = 0;
+      for (size_t p = 0; p < 1024; ++p) {
+        double h = double(x[size_t(i)]) * w[p];
+        want += (h > 0 ? h : 0) * v[p];
+        scale += std::fabs(h * v[p]);
+      }
+      ASSERT_NEAR(y[size_t(i)], want, 1e-6 * (1 + scale));
+    }
+    std::vector<double> hx = inputs<double>(size_t(r * 1024), 12), hy(size_t(r * 1024), NAN);
+    ASSERT_TRUE(
+        kiln_gen_ocl::huge(kiln::TensorView(hx.data(), {r, 1024}), kiln::TensorView(hy.data(), {r, 1024}), gpu()).ok());
+    for (size_t i = 0; i < hx.size(); ++i) ASSERT_EQ(hy[i], hx[i] * 2.0);
+  }
+  for (int64_t p : {100, 257}) {  // deep: a long reduction (packed on the CPU, plain here)
+    const int64_t m = 17, n = 64;
+    std::vector<float> a = inputs<float>(size_t(m * p), 13), b = inputs<float>(size_t(p * n), 14);
+    std::vector<float> c(size_t(m * n), kNaN);
+    ASSERT_TRUE(kiln_gen_ocl::deep(kiln::TensorView(a.data(), {m, p}), kiln::TensorView(b.data(), {p, n}),
+                                   kiln::TensorView(c.data(), {m, n}), gpu())
+                    .ok());
+    std::vector<double> want, scale;
+    matmul(a, b, m, p, n, want, scale);
+    expect_close(c, want, scale, 1e-6, "deep");
+  }
+}
+
+TEST_F(OpenCl, BadCallsAreRefusedAsOnTheCpuAndWriteNothing) {
+  std::vector<float> a(4 * 8, 1.0f), b(8 * 16, 1.0f), c(4 * 16, kNaN);
+  kiln::Context cpu(kiln::Device::cpu(), 1);
+  auto same = [&](const std::function<kiln::Status(kiln::Context*)>& call) {
+    kiln::Status on_gpu = call(gpu()), on_cpu = call(&cpu);
+    EXPECT_FALSE(on_gpu.ok());
+    EXPECT_EQ(on_gpu.code(), on_cpu.code());
+    EXPECT_EQ(on_gpu.message(), on_cpu.message());
+    for (float x : c) ASSERT_TRUE(std::isnan(x));
+  };
+  kiln::TensorView va(a.data(), {4, 8}), vb(b.data(), {8, 16}), vc(c.data(), {4, 16});
+  same([&](kiln::Context* x) { return kiln_gen_ocl::gemm(va, kiln::TensorView(b.data(), {7, 16}), vc, x); });
+  same([&](kiln::Context* x) { return kiln_gen_ocl::gemm(kiln::TensorView(a.data(), {4, 8, 1}), vb, vc, x); });
+  same([&](kiln::Context* x) { return kiln_gen_ocl::gemm(va, vb, kiln::TensorView(c.data(), {4, 17}), x); });
+  same([&](kiln::Context* x) {
+    return kiln_gen_ocl::gemm(va, vb, kiln::TensorView(std::as_const(c).data(), {4, 16}), x);
+  });
+  same([&](kiln::Context* x) {
+    return kiln_gen_ocl::gemm(kiln::TensorView(a.data(), {65, 8}), vb, kiln::TensorView(c.data(), {65, 16}), x);
+  });
+  same([&](kiln::Context* x) {  // the output overlaps an input
+    return kiln_gen_ocl::gemm(kiln::TensorView(c.data(), {4, 8}), vb, vc, x);
+  });
+  EXPECT_EQ(kiln_gen_ocl::gemm_explain(va, kiln::TensorView(b.data(), {7, 16}), vc, gpu()),
+            kiln_gen_ocl::gemm_explain(va, kiln::TensorView(b.data(), {7, 16}), vc));
+  // wide's intermediate at R = 2^51 + 1 is more than 2^63 bytes: refused with the CPU's status
+  // before anything is read (x and y: far apart addresses no allocation could have)
+  std::vector<float> w(1024, 1.0f), v(1024, 1.0f);
+  const int64_t r = (int64_t(1) << 51) + 1;
+  kiln::TensorView vx(reinterpret_cast<float*>(uintptr_t(1) << 58), {r, 1}),
+      vy(reinterpret_cast<float*>(uintptr_t(1) << 59), {r, 1});
+  same([&](kiln::Context* x) {
+    return kiln_gen_ocl::wide(vx, kiln::TensorView(w.data(), {1, 1024}), kiln::TensorView(v.data(), {1024, 1}), vy, x);
+  });
+  kiln::Status st =
+      kiln_gen_ocl::wide(vx, kiln::TensorView(w.data(), {1, 1024}), kiln::TensorView(v.data(), {1024, 1}), vy, gpu());
+  EXPECT_EQ(st.code(), kiln::StatusCode::ResourceExhausted) << st.message();
+}
+
+TEST_F(OpenCl, TwoThreadsThroughOneContextAndTheCpuCallsOfTheSameLibrary) {
+  const int64_t m = 16, k = 64, n = 200;
+  std::vector<float> a = inputs<float>(size_t(m * k), 15), b = inputs<float>(size_t(k * n), 16);
+  std::vector<double> want, scale;
+  matmul(a, b, m, k, n, want, scale);
+  std::vector<std::vector<float>> cs(4, std::vector<float>(size_t(m * n), kNaN));
+  kiln::Context cpu(kiln::Device::cpu(), 2);
+  auto run = [&](size_t i, kiln::Context* ctx) {
+    for (int rep = 0; rep < 3; ++rep) {
+      std::fill(cs[i].begin(), cs[i].end(), kNaN);
+      kiln::Status st = kiln_gen_ocl::gemm(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
+                                           kiln::TensorView(cs[i].data(), {m, n}), ctx);
+      EXPECT_TRUE(st.ok()) << st.message();
+    }
+  };
+  std::thread t0(run, 0, gpu()), t1(run, 1, gpu()), t2(run, 2, &cpu);
+  run(3, nullptr);
+  t0.join(), t1.join(), t2.join();
+  for (size_t i = 0; i < cs.size(); ++i) expect_close(cs[i], want, scale, 1e-6, "call " + std::to_string(i));
+  EXPECT_NE(taken(kiln_gen_ocl::gemm_explain(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
+                                             kiln::TensorView(cs[0].data(), {m, n}), &cpu))
+                .find(" on cpu"),
+            std::string::npos);
+}
+
+// Without a driver, or on a device of a kind the library has no variant for, a call says so.
+TEST(OpenClDevices, NoDriverAndNoVariantForTheDevice) {
+  std::vector<float> a(4 * 8, 1.0f), b(8 * 16, 1.0f), c(4 * 16, kNaN);
+  kiln::TensorView va(a.data(), {4, 8}), vb(b.data(), {8, 16}), vc(c.data(), {4, 16});
+  {
+    ScopedEnv env("KILN_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1");
+    kiln::Context none(kiln::Device::opencl());
+    kiln::Status st = kiln_gen_ocl::gemm(va, vb, vc, &none);
+    EXPECT_EQ(st.code(), kiln::StatusCode::Unsupported);
+    EXPECT_EQ(st.message().rfind("gemm: no OpenCL platform: /nonexistent/libOpenCL.so.1 cannot be loaded (", 0), 0u)
+        << st.message();
+  }
+  ScopedEnv env("KILN_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+  kiln::Context cuda(kiln::Device::cuda(0));
+  kiln::Status st = kiln_gen_ocl::gemm(va, vb, vc, &cuda);
+  EXPECT_EQ(st.message().rfind("gemm: no CUDA driver: /nonexistent/libcuda.so.1 cannot be loaded", 0), 0u)
+      << st.message();
+  EXPECT_EQ(kiln_gen_ocl::gemm_explain(va, vb, vc, &cuda), "error: " + std::string(st.message()));
+  for (float x : c) ASSERT_TRUE(std::isnan(x));
+}
+
+}  // namespace

@@ -69,7 +69,8 @@ std::string Generator::device_dispatch(const KernelInfo& k) const {
     if (!t->gpu) continue;
     for (const Variant& v : k.variants) {
       const std::string id = k.name + "_" + v.tag + "_" + t->symbol;
-      s += "kiln::Status run_" + id + "(void* const* args, const int64_t* d, kiln::Context* ctx) {\n  (void)d;\n";
+      s += "kiln::Status run_" + id +
+           "(void* const* args, const int32_t* memory, const int64_t* d, kiln::Context* ctx) {\n";
       s += "  kiln::detail::CheckedSize c;\n";
       // every buffer's bytes (SIZE_MAX where they cannot be counted: the call refuses it)
       const auto& bufs = v.sched.buffers;
@@ -99,10 +100,18 @@ std::string Generator::device_dispatch(const KernelInfo& k) const {
            std::to_string(bufs.size()) + ");\n";
       for (size_t b = 0; b < bufs.size(); ++b) {
         const std::string n = std::to_string(b);
-        if (bufs[b].kind == schedule::Buffer::Kind::Input)
-          s += "  call.upload(" + n + ", args[" + std::to_string(bufs[b].position) + "], bytes" + n + ");\n";
-        else
-          s += "  call.allocate(" + n + ", bytes" + n + ");\n";
+        // an argument's device buffer is used in place; a host view's data is copied in (inputs)
+        if (bufs[b].kind != schedule::Buffer::Kind::Intermediate) {
+          const bool in = bufs[b].kind == schedule::Buffer::Kind::Input;
+          const size_t a = size_t(bufs[b].position) + (in ? 0 : count_inputs(k));
+          const std::string arg = "args[" + std::to_string(a) + "]";
+          s += "  if (memory[" + std::to_string(a) + "] != 0)\n    call.bind(" + n + ", \"" + k.args[a].name + "\", " +
+               arg + ", bytes" + n + ");\n  else\n    ";
+          s += in ? "call.upload(" + n + ", " + arg + ", bytes" + n + ");\n"
+                  : "call.allocate(" + n + ", bytes" + n + ");\n";
+          continue;
+        }
+        s += "  call.allocate(" + n + ", bytes" + n + ");\n";
       }
       for (size_t i = 0; i < v.kernels.size(); ++i) {
         const std::string n = std::to_string(i);
@@ -111,9 +120,11 @@ std::string Generator::device_dispatch(const KernelInfo& k) const {
              ");\n  }\n";
       }
       for (size_t b = 0; b < bufs.size(); ++b)
-        if (bufs[b].kind == schedule::Buffer::Kind::Output)
-          s += "  call.download(" + std::to_string(b) + ", args[" +
-               std::to_string(size_t(bufs[b].position) + count_inputs(k)) + "], bytes" + std::to_string(b) + ");\n";
+        if (bufs[b].kind == schedule::Buffer::Kind::Output) {
+          const std::string a = std::to_string(size_t(bufs[b].position) + count_inputs(k));
+          s += "  if (memory[" + a + "] == 0) call.download(" + std::to_string(b) + ", args[" + a + "], bytes" +
+               std::to_string(b) + ");\n";
+        }
       s += "  return call.finish();\n}\n";
       const std::string guards = guard_array(v, id, s);
       table += "    {\"" + k.name + "[" + guard_text(v, f.dims) + "] on " + t->name +

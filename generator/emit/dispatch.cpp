@@ -72,6 +72,7 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
     std::string cond = p + ".t.data == nullptr || " + p + ".t.rank != " + std::to_string(a.shape.size()) + " || " + p +
                        ".t.dtype != " + std::to_string(int(runtime_dtype(a.dtype)));
     if (a.output) cond += " || !" + p + ".t.writable";
+    cond += " || (" + p + ".t.memory & ~1) != 0";  // neither the host's nor a device's
     for (size_t ax = 0; ax < a.shape.size(); ++ax) cond += " || " + p + ".t.shape[" + std::to_string(ax) + "] < 0";
     s += "  if (" + cond + ")\n  " +
          fail("kiln::detail::check_tensor(" + kq + ", " + aq + ", " + p + ", kiln::DType::" + dtype_enum(a.dtype) +
@@ -103,7 +104,8 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
     }
   }
   // every output apart from every other argument: the kernels read and write them as if they were
-  // (no kernel is declared in place), and a refused call writes nothing
+  // (no kernel is declared in place), and a refused call writes nothing. Views of device buffers
+  // (memory 1) are a whole buffer each: apart unless they are the same one
   const size_t inputs = count_inputs(k);
   if (inputs < k.args.size() && k.args.size() > 1) {
     s += "  {\n";
@@ -111,8 +113,10 @@ std::string Generator::dispatch_kernel(const KernelInfo& k) const {
       s += "    const kiln::detail::Extent e" + std::to_string(i) + " = " + extent_text(k, i) + ";\n";
     for (size_t o = inputs; o < k.args.size(); ++o)
       for (size_t x = 0; x < o; ++x)
-        s += "    if (kiln::detail::overlap(e" + std::to_string(o) + ", e" + std::to_string(x) +
-             ")) return kiln::detail::overlap_error(" + kq + ", \"" + k.args[o].name + "\", \"" + k.args[x].name +
+        s += "    if (" + param(k, o, false) + ".t.memory == " + param(k, x, false) + ".t.memory && (" +
+             param(k, o, false) + ".t.memory != 0 ? " + param(k, o, false) + ".t.data == " + param(k, x, false) +
+             ".t.data : kiln::detail::overlap(e" + std::to_string(o) + ", e" + std::to_string(x) +
+             "))) return kiln::detail::overlap_error(" + kq + ", \"" + k.args[o].name + "\", \"" + k.args[x].name +
              "\", " + (x >= inputs ? "true" : "false") + ");\n";
     s += "  }\n";
   }
@@ -246,8 +250,20 @@ std::string Generator::entry_points(const KernelInfo& k) const {
   s += "};\n";
   // a GPU context: its device's variants, after the checks a CPU call has
   const std::string gpu = "\"" + gpu_targets_text() + "\"";
-  s += "  if (ctx != nullptr && !ctx->device().is_cpu())\n    return ::kiln::detail::device_run(\"" + k.name +
-       "\", ::kDeviceVariants_" + k.name + ", ::kDeviceVariantCount_" + k.name + ", " + gpu + ", args, d, ctx);\n";
+  std::string memory, any_device;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    memory += std::string(i ? ", " : "") + param(k, i, false) + ".t.memory";
+    any_device += std::string(i ? " | " : "") + param(k, i, false) + ".t.memory";
+  }
+  s += "  if (ctx != nullptr && !ctx->device().is_cpu()) {\n    const int32_t memory[] = {" + memory +
+       "};\n    return ::kiln::detail::device_run(\"" + k.name + "\", ::kDeviceVariants_" + k.name +
+       ", ::kDeviceVariantCount_" + k.name + ", " + gpu + ", args, memory, d, ctx);\n  }\n";
+  // a view of device memory in a call on the CPU: refused, naming the first
+  s += "  if ((" + any_device + ") != 0) {\n";
+  for (size_t i = 0; i < k.args.size(); ++i)
+    s += "    if (" + param(k, i, false) + ".t.memory != 0) return ::kiln::detail::device_view_on_cpu(\"" + k.name +
+         "\", \"" + k.args[i].name + "\");\n";
+  s += "  }\n";
   s += "  const ::Variant* v = ::kiln::detail::pick(::kVariants_" + k.name + ", ::kVariantCount_" + k.name + ", d);\n";
   s += "  if (!v) return kiln::Status(kiln::StatusCode::Unsupported, \"" + k.name +
        ": no variant runs on this CPU (the library was built for none of its targets)\");\n";

@@ -19,6 +19,9 @@ static Message arg_error(const char* kernel, const char* arg) {
 Status check_tensor(const char* kernel, const char* arg, const TensorView& v, DType dtype, int32_t rank, bool output) {
   const StatusCode bad = StatusCode::InvalidArgument;
   if (v.data() == nullptr) return (arg_error(kernel, arg) << "null data pointer").status(bad);
+  if (v.t.memory != KILN_MEMORY_HOST && v.t.memory != KILN_MEMORY_DEVICE)
+    return (arg_error(kernel, arg) << "memory kind " << v.t.memory << " is neither the host's (0) nor a device's (1)")
+        .status(bad);
   if (v.rank() == -1) return (arg_error(kernel, arg) << "more than " << KILN_MAX_RANK << " dims").status(bad);
   if (v.rank() != rank) {
     return (arg_error(kernel, arg) << "expected rank " << rank << ", got rank " << v.rank()).status(bad);
@@ -34,6 +37,12 @@ Status check_tensor(const char* kernel, const char* arg, const TensorView& v, DT
     }
   }
   return Status();
+}
+
+Status device_view_on_cpu(const char* kernel, const char* arg) {
+  return (arg_error(kernel, arg) << "a view of device memory, in a call that runs on the CPU (call through a context "
+                                    "on its device)")
+      .status(StatusCode::InvalidArgument);
 }
 
 Status check_extent(const char* kernel, const char* arg, int32_t axis, int64_t actual, int64_t expected) {

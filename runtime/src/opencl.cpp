@@ -19,9 +19,15 @@ using cl_uint = uint32_t;
 constexpr uint64_t kClDeviceTypeAll = 0xFFFFFFFF;
 constexpr uint64_t kClMemReadWrite = 1 << 0, kClMemCopyHostPtr = 1 << 5;
 constexpr cl_uint kClPlatformName = 0x0902, kClDeviceName = 0x102B, kClProgramBuildLog = 0x1183;
-constexpr cl_uint kClTrue = 1;
+constexpr cl_uint kClTrue = 1, kClMemSize = 0x1102, kClMemContext = 0x1106;
 constexpr cl_int kClMemAllocationFailure = -4, kClOutOfResources = -5, kClOutOfHostMemory = -6,
                  kClInvalidBufferSize = -61;
+
+// the errors that say the device is out of memory (or the size is more than it allocates)
+bool memory_error(cl_int err) {
+  return err == kClMemAllocationFailure || err == kClOutOfResources || err == kClOutOfHostMemory ||
+         err == kClInvalidBufferSize;
+}
 
 struct OpenClApi {
   cl_int (*GetPlatformIDs)(cl_uint, void**, cl_uint*);
@@ -39,6 +45,8 @@ struct OpenClApi {
   cl_int (*EnqueueNDRangeKernel)(void*, void*, cl_uint, const size_t*, const size_t*, const size_t*, cl_uint,
                                  const void*, void*);
   cl_int (*EnqueueReadBuffer)(void*, void*, cl_uint, size_t, size_t, void*, cl_uint, const void*, void*);
+  cl_int (*EnqueueWriteBuffer)(void*, void*, cl_uint, size_t, size_t, const void*, cl_uint, const void*, void*);
+  cl_int (*GetMemObjectInfo)(void*, cl_uint, size_t, void*, size_t*);
   cl_int (*Finish)(void*);
   cl_int (*ReleaseMemObject)(void*);
   cl_int (*ReleaseKernel)(void*);
@@ -54,9 +62,9 @@ bool resolve(void* lib, OpenClApi& a) {
   return KILN_CL(GetPlatformIDs) && KILN_CL(GetDeviceIDs) && KILN_CL(GetPlatformInfo) && KILN_CL(GetDeviceInfo) &&
          KILN_CL(CreateContext) && KILN_CL(CreateCommandQueue) && KILN_CL(CreateProgramWithSource) &&
          KILN_CL(BuildProgram) && KILN_CL(GetProgramBuildInfo) && KILN_CL(CreateKernel) && KILN_CL(SetKernelArg) &&
-         KILN_CL(CreateBuffer) && KILN_CL(EnqueueNDRangeKernel) && KILN_CL(EnqueueReadBuffer) && KILN_CL(Finish) &&
-         KILN_CL(ReleaseMemObject) && KILN_CL(ReleaseKernel) && KILN_CL(ReleaseProgram) &&
-         KILN_CL(ReleaseCommandQueue) && KILN_CL(ReleaseContext);
+         KILN_CL(CreateBuffer) && KILN_CL(EnqueueNDRangeKernel) && KILN_CL(EnqueueReadBuffer) &&
+         KILN_CL(EnqueueWriteBuffer) && KILN_CL(GetMemObjectInfo) && KILN_CL(Finish) && KILN_CL(ReleaseMemObject) &&
+         KILN_CL(ReleaseKernel) && KILN_CL(ReleaseProgram) && KILN_CL(ReleaseCommandQueue) && KILN_CL(ReleaseContext);
 #undef KILN_CL
 }
 
@@ -137,6 +145,7 @@ struct DeviceCall::Impl {
 #endif
   void* program = nullptr;
   std::vector<void*> mems;  // by buffer number (nullptr: not made)
+  std::vector<bool> owned;  // made for the call (else an argument's DeviceBuffer)
 };
 
 namespace {
@@ -149,9 +158,7 @@ Message& failure(Message& m, const char* kernel, Context* ctx) {
 Status cl_error(const char* kernel, Context* ctx, const char* what, cl_int err) {
   Message m;
   failure(m, kernel, ctx) << what << ": OpenCL error " << err;
-  const bool memory = err == kClMemAllocationFailure || err == kClOutOfResources || err == kClOutOfHostMemory ||
-                      err == kClInvalidBufferSize;
-  return m.status(memory ? StatusCode::ResourceExhausted : StatusCode::Internal);
+  return m.status(memory_error(err) ? StatusCode::ResourceExhausted : StatusCode::Internal);
 }
 
 // ctx's program for `source`: built at its first call, then kept; nullptr with *status where it
@@ -212,6 +219,7 @@ DeviceCall::DeviceCall(const char* kernel, Context* ctx, const char* program, in
     impl_->turn = std::unique_lock<std::mutex>(st->calls);
 #endif
     impl_->mems.assign(static_cast<size_t>(buffers > 0 ? buffers : 0), nullptr);
+    impl_->owned.assign(impl_->mems.size(), true);
     impl_->program = program_of(*st, kernel, ctx, program, &status_);
   }
   KILN_CATCH_ALL { status_ = Status(StatusCode::ResourceExhausted, "out of host memory for an OpenCL call"); }
@@ -224,8 +232,8 @@ DeviceCall::DeviceCall(const char* kernel, Context* ctx, const char* program, in
 DeviceCall::~DeviceCall() {
 #if KILN_DEVICES
   if (impl_ == nullptr) return;
-  for (void* m : impl_->mems)
-    if (m != nullptr) impl_->st->cl->ReleaseMemObject(m);
+  for (size_t i = 0; i < impl_->mems.size(); ++i)
+    if (impl_->mems[i] != nullptr && impl_->owned[i]) impl_->st->cl->ReleaseMemObject(impl_->mems[i]);
   delete impl_;
 #endif
 }
@@ -255,6 +263,36 @@ void DeviceCall::allocate(int32_t buffer, size_t bytes) noexcept {
   make(buffer, nullptr, bytes);
 #else
   (void)buffer, (void)bytes;
+#endif
+}
+
+void DeviceCall::bind(int32_t buffer, const char* arg, void* handle, size_t bytes) noexcept {
+#if KILN_DEVICES
+  if (!usable(impl_, status_, buffer)) return;
+  OpenClApi& cl = *impl_->st->cl;
+  void* context = nullptr;
+  size_t size = 0;
+  Message m;
+  m << kernel_ << ": argument " << arg << ": ";
+  if (cl.GetMemObjectInfo(handle, kClMemContext, sizeof context, &context, nullptr) != 0 ||
+      cl.GetMemObjectInfo(handle, kClMemSize, sizeof size, &size, nullptr) != 0) {
+    status_ = (m << "its data is not a device buffer").status(StatusCode::InvalidArgument);
+    return;
+  }
+  if (context != impl_->st->context) {
+    status_ = (m << "a device buffer of another context: a call reads only its own context's")
+                  .status(StatusCode::InvalidArgument);
+    return;
+  }
+  if (size < bytes) {
+    status_ =
+        (m << "the view is " << bytes << " bytes, its device buffer " << size).status(StatusCode::InvalidArgument);
+    return;
+  }
+  impl_->mems[static_cast<size_t>(buffer)] = handle;
+  impl_->owned[static_cast<size_t>(buffer)] = false;
+#else
+  (void)buffer, (void)arg, (void)handle, (void)bytes;
 #endif
 }
 
@@ -352,5 +390,105 @@ Status DeviceCall::finish() noexcept {
 }
 
 }  // namespace detail
+
+// ---------------------------------------------------------------- device buffers
+
+DeviceBuffer::DeviceBuffer() noexcept
+    : status_(StatusCode::InvalidArgument, "no device buffer (a DeviceBuffer made without a context, or moved from)") {}
+
+DeviceBuffer::DeviceBuffer(Context& ctx, size_t bytes) noexcept : DeviceBuffer() {
+  if (!(status_ = ctx.status()).ok()) return;
+#if KILN_DEVICES
+  detail::DeviceState* st = detail::device_state(&ctx);
+  if (ctx.device().kind() != Device::Kind::OpenCL || st == nullptr || st->cl == nullptr) {
+    status_ = (detail::Message() << "a device buffer needs a context on an OpenCL device, not the "
+                                 << ctx.device().name() << (ctx.device().is_cpu() ? "" : " (not built yet)"))
+                  .status(StatusCode::Unsupported);
+    return;
+  }
+#if KILN_THREADS
+  std::lock_guard<std::mutex> turn(st->calls);
+#endif
+  detail::cl_int err = 0;
+  handle_ = st->cl->CreateBuffer(st->context, detail::kClMemReadWrite, bytes > 0 ? bytes : 1, nullptr, &err);
+  if (handle_ == nullptr) {
+    detail::Message m;
+    m << "a device buffer of " << bytes << " bytes on " << ctx.device().name() << " (" << ctx.device_name()
+      << "): clCreateBuffer: OpenCL error " << err;
+    status_ = m.status(detail::memory_error(err) ? StatusCode::ResourceExhausted : StatusCode::Internal);
+    return;
+  }
+  ctx_ = &ctx;
+  bytes_ = bytes;
+  status_ = Status();
+#else
+  (void)bytes;
+#endif
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept : DeviceBuffer() { take(other); }
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this == &other) return *this;
+  DeviceBuffer gone(std::move(*this));  // this one's buffer, released as it goes
+  take(other);
+  return *this;
+}
+
+void DeviceBuffer::take(DeviceBuffer& other) noexcept {
+  ctx_ = other.ctx_, handle_ = other.handle_, bytes_ = other.bytes_;
+  std::swap(status_, other.status_);  // other: "no device buffer", as this one was
+  other.ctx_ = nullptr, other.handle_ = nullptr, other.bytes_ = 0;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+#if KILN_DEVICES
+  if (handle_ == nullptr) return;
+  detail::DeviceState* st = detail::device_state(ctx_);
+  if (st != nullptr && st->cl != nullptr) st->cl->ReleaseMemObject(handle_);
+#endif
+}
+
+Status DeviceBuffer::upload(const void* host, size_t bytes, size_t offset) noexcept {
+  return transfer(const_cast<void*>(host), bytes, offset, true);
+}
+
+Status DeviceBuffer::download(void* host, size_t bytes, size_t offset) const noexcept {
+  return transfer(host, bytes, offset, false);
+}
+
+Status DeviceBuffer::transfer(void* host, size_t bytes, size_t offset, bool to_device) const noexcept {
+  if (!status_.ok()) return status_;
+  if (offset > bytes_ || bytes > bytes_ - offset)
+    return (detail::Message() << "device buffer: " << bytes << " bytes at offset " << offset << " are past its "
+                              << bytes_ << " bytes")
+        .status(StatusCode::OutOfRange);
+  if (bytes == 0) return Status();
+  if (host == nullptr) return Status(StatusCode::InvalidArgument, "device buffer: a null host pointer");
+#if KILN_DEVICES
+  detail::DeviceState& st = *detail::device_state(ctx_);
+#if KILN_THREADS
+  std::lock_guard<std::mutex> turn(st.calls);
+#endif
+  detail::cl_int err =
+      to_device
+          ? st.cl->EnqueueWriteBuffer(st.queue, handle_, detail::kClTrue, offset, bytes, host, 0, nullptr, nullptr)
+          : st.cl->EnqueueReadBuffer(st.queue, handle_, detail::kClTrue, offset, bytes, host, 0, nullptr, nullptr);
+  if (err != 0)
+    return (detail::Message() << "device buffer: " << (to_device ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer")
+                              << ": OpenCL error " << err)
+        .status(detail::memory_error(err) ? StatusCode::ResourceExhausted : StatusCode::Internal);
+#else
+  (void)to_device;
+#endif
+  return Status();
+}
+
+TensorView DeviceBuffer::view(DType dtype, std::initializer_list<int64_t> shape) const noexcept {
+  TensorView v(handle_, dtype, shape);
+  v.t.memory = KILN_MEMORY_DEVICE;
+  return v;
+}
+
 }  // namespace runtime_v1
 }  // namespace kiln

@@ -3,7 +3,8 @@
 // bucket and in the generic variant, on random inputs and edge values, with the outputs poisoned
 // first, against a float64 reference; explain names the OpenCL variant a call takes; bad calls are
 // refused with the CPU's statuses and write nothing; buffers too large to count are refused before
-// anything runs; calls from two threads through one context; the CPU calls of the same library.
+// anything runs; calls from two threads through one context; the CPU calls of the same library;
+// device buffers (kiln::DeviceBuffer) that chain calls without copies, and their misuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -287,6 +288,92 @@ TEST_F(OpenCl, TwoThreadsThroughOneContextAndTheCpuCallsOfTheSameLibrary) {
             std::string::npos);
 }
 
+// Device buffers: a chain of calls reads and writes them in place (a gemm's output is the next
+// one's input, mixed with host views), and the buffer is read back when the app says; a view of
+// one in a CPU call, another context's buffer, a view larger than its buffer, an output that is an
+// input's buffer and an unknown memory kind are refused, writing nothing.
+TEST_F(OpenCl, DeviceBuffersChainCallsWithoutCopiesAndBadUsesAreRefused) {
+  const int64_t m = 16, k = 24, n = 64, p = 5;
+  std::vector<float> a = inputs<float>(size_t(m * k), 17), b = inputs<float>(size_t(k * n), 18),
+                     w = inputs<float>(size_t(n * p), 19);
+  kiln::DeviceBuffer da(*gpu(), a.size() * 4), db(*gpu(), b.size() * 4), dc(*gpu(), size_t(m * n) * 4);
+  for (kiln::DeviceBuffer* d : {&da, &db, &dc}) ASSERT_TRUE(d->status().ok()) << d->status().message();
+  EXPECT_EQ(dc.size(), size_t(m * n) * 4);
+  ASSERT_TRUE(da.upload(a.data(), a.size() * 4).ok());
+  ASSERT_TRUE(db.upload(b.data(), b.size() * 4).ok());
+  const kiln::TensorView va = da.view<float>({m, k}), vb = db.view<float>({k, n}), vc = dc.view<float>({m, n});
+  EXPECT_TRUE(va.on_device());
+  kiln::Status st = kiln_gen_ocl::gemm(va, vb, vc, gpu());
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::vector<float> e(size_t(m * p), kNaN), c(size_t(m * n), kNaN);
+  st = kiln_gen_ocl::gemm(vc, kiln::TensorView(w.data(), {n, p}), kiln::TensorView(e.data(), {m, p}), gpu());
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(dc.download(c.data(), c.size() * 4).ok());
+  std::vector<double> want_c, scale_c;
+  matmul(a, b, m, k, n, want_c, scale_c);
+  expect_close(c, want_c, scale_c, 1e-6, "a @ b, in a device buffer");
+  std::vector<double> want_e(size_t(m * p), 0), scale_e(size_t(m * p), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < p; ++j)
+      for (int64_t q = 0; q < n; ++q) {
+        want_e[size_t(i * p + j)] += double(c[size_t(i * n + q)]) * w[size_t(q * p + j)];
+        scale_e[size_t(i * p + j)] += (scale_c[size_t(i * n + q)] + 1) * std::fabs(w[size_t(q * p + j)]);
+      }
+  expect_close(e, want_e, scale_e, 1e-6, "(a @ b) @ w, a @ b read from its device buffer");
+  // a host input and a device one, the output on the host
+  std::vector<float> c2(size_t(m * n), kNaN);
+  ASSERT_TRUE(
+      kiln_gen_ocl::gemm(kiln::TensorView(a.data(), {m, k}), vb, kiln::TensorView(c2.data(), {m, n}), gpu()).ok());
+  expect_close(c2, want_c, scale_c, 1e-6, "a host input with a device one");
+
+  auto refused = [&](const kiln::Status& s, kiln::StatusCode code, const std::string& message) {
+    EXPECT_EQ(s.code(), code) << s.message();
+    EXPECT_EQ(s.message(), message);
+  };
+  std::vector<float> host_c(size_t(m * n), kNaN);
+  const kiln::TensorView hc(host_c.data(), {m, n});
+  kiln::Context cpu(kiln::Device::cpu(), 1);
+  for (kiln::Context* x : {&cpu, static_cast<kiln::Context*>(nullptr)})
+    refused(kiln_gen_ocl::gemm(va, kiln::TensorView(b.data(), {k, n}), hc, x), kiln::StatusCode::InvalidArgument,
+            "gemm: argument a: a view of device memory, in a call that runs on the CPU (call through a context on its "
+            "device)");
+  kiln::Context other(kiln::Device::opencl());
+  kiln::DeviceBuffer foreign(other, a.size() * 4);
+  ASSERT_TRUE(foreign.status().ok()) << foreign.status().message();
+  refused(kiln_gen_ocl::gemm(foreign.view<float>({m, k}), vb, hc, gpu()), kiln::StatusCode::InvalidArgument,
+          "gemm: argument a: a device buffer of another context: a call reads only its own context's");
+  kiln::DeviceBuffer small(*gpu(), 16);
+  refused(kiln_gen_ocl::gemm(small.view<float>({m, k}), vb, hc, gpu()), kiln::StatusCode::InvalidArgument,
+          "gemm: argument a: the view is " + std::to_string(m * k * 4) + " bytes, its device buffer 16");
+  kiln::TensorView same = da.view<float>({m, n});  // the output in a's buffer
+  st = kiln_gen_ocl::gemm(da.view<float>({m, k}), vb, same, gpu());
+  EXPECT_EQ(st.code(), kiln::StatusCode::InvalidArgument);
+  EXPECT_EQ(std::string(st.message()).rfind("gemm: argument c: output overlaps input a in memory", 0), 0u)
+      << st.message();
+  kiln::TensorView odd(a.data(), {m, k});
+  odd.t.memory = 7;
+  refused(kiln_gen_ocl::gemm(odd, vb, hc, gpu()), kiln::StatusCode::InvalidArgument,
+          "gemm: argument a: memory kind 7 is neither the host's (0) nor a device's (1)");
+  for (float x : host_c) ASSERT_TRUE(std::isnan(x));
+  std::vector<float> back(size_t(m * k));
+  ASSERT_TRUE(da.download(back.data(), back.size() * 4).ok());
+  EXPECT_EQ(back, a);  // the refused calls wrote nothing into a's buffer
+
+  // the buffer's own refusals, and moves
+  EXPECT_EQ(da.upload(a.data(), 8, a.size() * 4 - 4).code(), kiln::StatusCode::OutOfRange);
+  EXPECT_EQ(da.download(back.data(), a.size() * 4 + 1).code(), kiln::StatusCode::OutOfRange);
+  EXPECT_EQ(kiln::DeviceBuffer(cpu, 64).status().code(), kiln::StatusCode::Unsupported);
+  EXPECT_FALSE(kiln::DeviceBuffer().status().ok());
+  kiln::DeviceBuffer moved(std::move(da));
+  EXPECT_FALSE(da.status().ok());  // NOLINT(bugprone-use-after-move): a moved-from buffer says it has none
+  EXPECT_EQ(da.handle(), nullptr);
+  ASSERT_TRUE(moved.download(back.data(), back.size() * 4).ok());
+  EXPECT_EQ(back, a);
+  da = std::move(moved);
+  EXPECT_TRUE(da.status().ok());
+  EXPECT_FALSE(moved.status().ok());  // NOLINT(bugprone-use-after-move)
+}
+
 // Without a driver, or on a device of a kind the library has no variant for, a call says so.
 TEST(OpenClDevices, NoDriverAndNoVariantForTheDevice) {
   std::vector<float> a(4 * 8, 1.0f), b(8 * 16, 1.0f), c(4 * 16, kNaN);
@@ -305,6 +392,7 @@ TEST(OpenClDevices, NoDriverAndNoVariantForTheDevice) {
   EXPECT_EQ(st.message().rfind("gemm: no CUDA driver: /nonexistent/libcuda.so.1 cannot be loaded", 0), 0u)
       << st.message();
   EXPECT_EQ(kiln_gen_ocl::gemm_explain(va, vb, vc, &cuda), "error: " + std::string(st.message()));
+  EXPECT_EQ(kiln::DeviceBuffer(cuda, 64).status().message(), cuda.status().message());
   for (float x : c) ASSERT_TRUE(std::isnan(x));
 }
 

@@ -34,7 +34,7 @@ struct DeviceVariant {
   int32_t kind;
   const Guard* guards;
   int32_t guard_count;
-  Status (*run)(void* const* args, const int64_t* d, Context* ctx);
+  Status (*run)(void* const* args, const int32_t* memory, const int64_t* d, Context* ctx);  // memory: per argument
 };
 
 inline bool guards_hold(const Guard* guards, int32_t n, const int64_t* d) {
@@ -100,11 +100,11 @@ inline std::string explain(const char* kernel, const Variant* vs, int32_t n, con
 // its device cannot be reached or the library has no variant for its kind of device (`built_for`:
 // the library's GPU targets, "" for none); else the first of that kind whose guard holds runs.
 inline Status device_run(const char* kernel, const DeviceVariant* vs, int32_t n, const char* built_for,
-                         void* const* args, const int64_t* d, Context* ctx) {
+                         void* const* args, const int32_t* memory, const int64_t* d, Context* ctx) {
   if (ctx->status().ok())
     for (int32_t i = 0; i < n; ++i)
       if (vs[i].kind == static_cast<int32_t>(ctx->device().kind()) && guards_hold(vs[i].guards, vs[i].guard_count, d))
-        return vs[i].run(args, d, ctx);
+        return vs[i].run(args, memory, d, ctx);
   return device_check(kernel, ctx, built_for);
 }
 

@@ -50,14 +50,18 @@ enum kiln_status_code {
 
 #define KILN_MAX_RANK 8
 
+/* Where a tensor's data is: the host's memory, or a GPU context's device buffer (kiln::DeviceBuffer). */
+#define KILN_MEMORY_HOST 0
+#define KILN_MEMORY_DEVICE 1
+
 /* A contiguous row-major tensor. rank is -1 when the shape had more than KILN_MAX_RANK dims. */
 typedef struct kiln_tensor {
-  void* data;
+  void* data;    /* its first element; for KILN_MEMORY_DEVICE the device buffer's handle (cl_mem) */
   int32_t dtype; /* an enum kiln_dtype */
   int32_t rank;
   int64_t shape[KILN_MAX_RANK];
   int32_t writable; /* 0 for a view of const data */
-  int32_t reserved;
+  int32_t memory;   /* KILN_MEMORY_HOST (0: what a zeroed descriptor says) or KILN_MEMORY_DEVICE */
 } kiln_tensor;
 
 #if defined(__cplusplus)
@@ -70,7 +74,7 @@ typedef struct kiln_tensor {
 
 /* The layout is part of the ABI: 88 bytes wherever pointers are 8 bytes, no tail padding anywhere. */
 KILN_STATIC_ASSERT(sizeof(void*) != 8 || sizeof(kiln_tensor) == 88, kiln_tensor_is_88_bytes);
-KILN_STATIC_ASSERT(sizeof(kiln_tensor) == offsetof(kiln_tensor, reserved) + sizeof(int32_t),
+KILN_STATIC_ASSERT(sizeof(kiln_tensor) == offsetof(kiln_tensor, memory) + sizeof(int32_t),
                    kiln_tensor_has_no_tail_padding);
 
 #ifdef __cplusplus

@@ -254,6 +254,7 @@ struct TensorView {
   int32_t rank() const { return t.rank; }  // -1: more than KILN_MAX_RANK dims
   int64_t dim(int32_t i) const { return i >= 0 && i < t.rank ? t.shape[i] : 0; }
   bool writable() const { return t.writable != 0; }
+  bool on_device() const { return t.memory == KILN_MEMORY_DEVICE; }  // a DeviceBuffer's view
 
  private:
   // inline: a view is made on every call, and the entry point's cost is counted in nanoseconds
@@ -261,7 +262,7 @@ struct TensorView {
     t.data = data;
     t.dtype = static_cast<int32_t>(dtype);
     t.writable = writable ? 1 : 0;
-    t.reserved = 0;
+    t.memory = KILN_MEMORY_HOST;
     // the generated check reports a rank of -1; the array never holds more than it can
     t.rank = rank > KILN_MAX_RANK ? -1 : static_cast<int32_t>(rank);
     const size_t n = rank > KILN_MAX_RANK ? 0 : rank;  // past 8 dims none is kept
@@ -380,6 +381,48 @@ class Context {
 #endif
 };
 
+// A buffer in the memory of a GPU context's device (OpenCL so far), so that a chain of kernels
+// runs without copies between its calls: made once, filled and read back when the application
+// says, and passed to the entry points as views (view()) alongside host views. A call with such a
+// view goes through a context on its device (the one it was made with; a CPU call refuses it),
+// and reads or writes the buffer in place. A view is the buffer's first elements; a call checks
+// they fit. Move-only; it must not outlive its context. Uploads and downloads wait for the device
+// and take turns with the context's calls.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() noexcept;  // none: status() says so
+  // `bytes` of ctx's device memory (0 is one byte nothing reads); status() says why where there
+  // is none: ctx's own status, a context that is not on a GPU, the device's refusal
+  DeviceBuffer(Context& ctx, size_t bytes) noexcept;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+
+  Status status() const { return status_; }
+  size_t size() const noexcept { return bytes_; }
+  // Copies `bytes` from the host into the buffer from byte `offset` (OutOfRange past its end), or
+  // back out; both wait for the device.
+  Status upload(const void* host, size_t bytes, size_t offset = 0) noexcept;
+  Status download(void* host, size_t bytes, size_t offset = 0) const noexcept;
+  // The buffer's first elements as a tensor of that dtype and shape, writable.
+  TensorView view(DType dtype, std::initializer_list<int64_t> shape) const noexcept;
+  template <class T> TensorView view(std::initializer_list<int64_t> shape) const noexcept {
+    return view(dtype_of<T>(), shape);
+  }
+  void* handle() const noexcept { return handle_; }  // the driver's (cl_mem); nullptr for none
+
+ private:
+  Status transfer(void* host, size_t bytes, size_t offset, bool to_device) const noexcept;
+  void take(DeviceBuffer& other) noexcept;  // other's buffer; other is left with none
+
+  Context* ctx_ = nullptr;
+  void* handle_ = nullptr;
+  size_t bytes_ = 0;
+  Status status_;
+};
+
 // The Context inside a kiln_c.h handle (nullptr for nullptr).
 Context* from_c(kiln_context* ctx);
 
@@ -448,6 +491,8 @@ Status overlap_error(const char* kernel, const char* output, const char* other, 
 Status device_check(const char* kernel, const Context* ctx);
 // the same, for a library whose GPU variants are for `built_for` ("opencl"; "": none) only
 Status device_check(const char* kernel, const Context* ctx, const char* built_for);
+// InvalidArgument "<kernel>: argument <arg>: a view of device memory, in a call that runs on the CPU ..."
+Status device_view_on_cpu(const char* kernel, const char* arg);
 // "<kernel> on <device>: no variant ...": explain's line for such a call
 std::string device_explain(const char* kernel, const Context* ctx);
 
@@ -466,6 +511,9 @@ class DeviceCall {
 
   void upload(int32_t buffer, const void* host, size_t bytes) noexcept;
   void allocate(int32_t buffer, size_t bytes) noexcept;
+  // argument `arg`'s view of a DeviceBuffer (`handle`) as the buffer, in place: refused where it is
+  // another context's buffer or smaller than `bytes`
+  void bind(int32_t buffer, const char* arg, void* handle, size_t bytes) noexcept;
   // `function` over global[0] x global[1] x global[2] work items (none where one is 0), taking the
   // buffers numbered `buffers` (its slots in order), then `nvars` dims as longs
   void launch(const char* function, const int32_t* buffers, int32_t count, const int64_t* vars, int32_t nvars,

@@ -140,7 +140,10 @@ CKernel compile_to_c(const UOp* ast, std::span<const UOp* const> vars, const Pip
       std::string_view n = u->arg<Name>().s;
       (n.starts_with("lidx") ? k.local_size : k.global_size)[size_t(n.back() - '0')] = u->src(0);
     }
-  render::Dialect d = opts.target->output == target::Output::OpenCL ? render::Dialect::OpenCL : render::Dialect::C;
+  const target::Output out = opts.target->output;
+  render::Dialect d = out == target::Output::OpenCL ? render::Dialect::OpenCL
+                      : out == target::Output::Cuda ? render::Dialect::Cuda
+                                                    : render::Dialect::C;
   k.source = render::render_c(k.linear, symbol.empty() ? std::string_view(k.name) : symbol, vars, d);
   return k;
 }

@@ -55,6 +55,8 @@ std::string Generator::output_name(const Target& t) const {
       return "object";
     case target::Output::OpenCL:
       return "opencl";
+    case target::Output::Cuda:
+      return "cuda";
     case target::Output::CSource:
       break;
   }

@@ -35,8 +35,8 @@ class CRenderer {
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
       for (auto [bits, lanes] : shapes_) out_ += vector_helpers(bits, lanes);
     }
-    if (d_ == Dialect::OpenCL) {
-      opencl_signature();
+    if (gpu_dialect(d_)) {
+      gpu_signature();
     } else {
       cat(out_, "void ", name_, "(void* const* bufs, const int64_t* vars, int32_t core, int32_t cores) {\n",
           "  (void)bufs;\n  (void)vars;\n  (void)cores;\n");
@@ -48,9 +48,10 @@ class CRenderer {
   }
 
  private:
-  // OpenCL: the buffers by slot (a slot the kernel does not use is a uchar pointer it ignores),
-  // then every var as a long
-  void opencl_signature() {
+  // a GPU kernel's (OpenCL's, CUDA's): the buffers by slot (a slot the kernel does not use is a
+  // byte pointer it ignores), then every var as a 64-bit int
+  void gpu_signature() {
+    const bool cl = d_ == Dialect::OpenCL;
     std::vector<const UOp*> params;
     for (const UOp* u : lin_)
       if (u->op == Op::PARAM) {
@@ -58,17 +59,19 @@ class CRenderer {
         if (params.size() <= slot) params.resize(slot + 1);
         params[slot] = u;
       }
-    cat(out_, "__kernel void ", name_, '(');
+    cat(out_, cl ? "__kernel void " : "extern \"C\" __global__ void ", name_, '(');
+    std::string_view global = cl ? "__global " : "", restrict = cl ? "* restrict data" : "* __restrict__ data";
     for (size_t i = 0; i < params.size(); ++i) {
       if (i) out_ += ", ";
       if (!params[i]) {
-        cat(out_, "__global const uchar* unused", i);
+        cat(out_, global, cl ? "const uchar* unused" : "const uint8_t* unused", i);
         continue;
       }
       std::string_view cq = at(params[i]).written ? "" : "const ";
-      cat(out_, "__global ", cq, storage_type(params[i]->dtype.elem(), d_), "* restrict data", i);
+      cat(out_, global, cq, storage_type(params[i]->dtype.elem(), d_), restrict, i);
     }
-    for (size_t j = 0; j < vars_.size(); ++j) cat(out_, params.empty() && j == 0 ? "" : ", ", "long varg", j);
+    for (size_t j = 0; j < vars_.size(); ++j)
+      cat(out_, params.empty() && j == 0 ? "" : ", ", cl ? "long varg" : "int64_t varg", j);
     out_ += ") {\n";
   }
 
@@ -84,7 +87,8 @@ class CRenderer {
         if (lin_[pos_[s->id]] != s)
           throw InternalError("render C: " + std::string(op_name(s->op)) + " is missing from the linear program");
         Node& n = at(s);
-        if (u->op != Op::PARAM && u->op != Op::BUFFER && u->op != Op::SPECIAL) ++n.uses;
+        // (a CUDA id is gated at its extent)
+        if (u->op != Op::PARAM && u->op != Op::BUFFER && (u->op != Op::SPECIAL || d_ == Dialect::Cuda)) ++n.uses;
         // an integer max spells each operand twice (a > b ? a : b): one inlined there would be
         // written out twice, and a chain of maxima (an unrolled reduction) grows exponentially
         if (u->op == Op::MAX && u->dtype.count == 1 && !is_float(u->dtype)) ++n.uses;
@@ -108,7 +112,8 @@ class CRenderer {
         DType e = u->dtype.elem();
         shapes_.insert({is_bool(e) ? mask_bits(e) : bitsize(e), int(e.count)});
       }
-      if (u->op == Op::PARAM || u->op == Op::BUFFER || u->op == Op::SPECIAL) continue;  // sizes: metadata
+      if (u->op == Op::PARAM || u->op == Op::BUFFER || (u->op == Op::SPECIAL && d_ != Dialect::Cuda))
+        continue;  // sizes: metadata
       for (const UOp* s : u->src()) at(s).needed = true;
     }
   }
@@ -126,7 +131,7 @@ class CRenderer {
   // how the operator table spells d (vector names are made once per kernel)
   Spelling names(DType d) {
     if (d.count == 1) return {false, scalar_type(d, d_), unsigned_type(d, d_), {}, d_};
-    if (d_ == Dialect::OpenCL) throw InternalError("render OpenCL: vector " + to_string(d) + " (not rendered yet)");
+    if (gpu_dialect(d_)) throw InternalError("render GPU C: vector " + to_string(d) + " (not rendered yet)");
     auto [it, fresh] = vnames_.try_emplace(d.key());
     if (fresh) {
       std::string sfx = vector_suffix(d, is_bool(d) ? mask_bits(d) : 0);
@@ -276,7 +281,7 @@ class CRenderer {
         return set_expr(u, e_);
       case Op::PARAM: {
         const auto& pa = u->arg<ParamArg>();
-        if (d_ == Dialect::OpenCL) return set_expr(u, "data", pa.slot);  // an argument of the kernel
+        if (gpu_dialect(d_)) return set_expr(u, "data", pa.slot);  // an argument of the kernel
         std::string_view t = storage_type(d.elem()), cq = at(u).written ? "" : "const ";
         cat(line_at(u), cq, t, "* restrict data", pa.slot, " = (", cq, t, "*)bufs[", pa.slot, "];  /* ", pa.name,
             " */\n");
@@ -284,8 +289,8 @@ class CRenderer {
       }
       case Op::DEFINE_VAR: {
         std::string_view vn = u->arg<VarArg>().name;
-        if ((vn == ".core" || vn == ".cores") && d_ == Dialect::OpenCL)
-          throw InternalError("render OpenCL: " + std::string(vn) + " (a kernel shared among CPU cores)");
+        if ((vn == ".core" || vn == ".cores") && gpu_dialect(d_))
+          throw InternalError("render GPU C: " + std::string(vn) + " (a kernel shared among CPU cores)");
         if (vn == ".core" || vn == ".cores") {  // the function's own arguments
           std::string_view arg = vn.substr(1), t = scalar_type(d);
           cat(line_at(u), "const ", t, " var_", arg, " = (", t, ')', arg, ";\n");
@@ -301,13 +306,14 @@ class CRenderer {
         else
           cat(e_, "var", j);
         std::string_view t = scalar_type(d, d_);
-        cat(line_at(u), "const ", t, ' ', e_, " = (", t, d_ == Dialect::OpenCL ? ")varg" : ")vars[", j,
-            d_ == Dialect::OpenCL ? ";\n" : "];\n");
+        cat(line_at(u), "const ", t, ' ', e_, " = (", t, gpu_dialect(d_) ? ")varg" : ")vars[", j,
+            gpu_dialect(d_) ? ";\n" : "];\n");
         return set_expr(u, e_);
       }
       case Op::SPECIAL: {  // a work-item id: get_global_id(d) for "idx<d>", get_local_id / get_group_id
         std::string_view n = u->arg<Name>().s;
-        if (d_ != Dialect::OpenCL) throw InternalError("render C: SPECIAL " + std::string(n) + " needs a GPU target");
+        if (!gpu_dialect(d_)) throw InternalError("render C: SPECIAL " + std::string(n) + " needs a GPU target");
+        if (d_ == Dialect::Cuda) return cuda_id(u, n);
         std::string_view fn = n.starts_with("lidx")   ? "get_local_id("
                               : n.starts_with("gidx") ? "get_group_id("
                                                       : "get_global_id(";
@@ -411,13 +417,13 @@ class CRenderer {
           if (const Narrow* nf = narrow_float(d)) return set_expr(u, nf->to_f32, "bits", n, ')');
           return set_expr(u, "bits", n);
         }
-        cat(o, storage_type(d), " bits", n, "; { const ", storage_type(from), " from = ");
-        if (from == dtypes::bfloat16)
-          cat(o, "kiln_f32_to_bf16(", x, ')');
+        cat(o, storage_type(d, d_), " bits", n, "; { const ", storage_type(from, d_), " from = ");
+        if (const Narrow* nf = narrow_float(from))
+          cat(o, nf->from_f32, x, ')');
         else
           o += x;
         cat(o, "; memcpy(&bits", n, ", &from, sizeof bits", n, "); }\n");
-        if (d == dtypes::bfloat16) return set_expr(u, "kiln_bf16_to_f32(bits", n, ')');
+        if (const Narrow* nf = narrow_float(d)) return set_expr(u, nf->to_f32, "bits", n, ')');
         return set_expr(u, "bits", n);
       }
       default:
@@ -436,8 +442,8 @@ class CRenderer {
   }
 
   // A float type computed in float and rounded after every op, stored as its 16 bits: bfloat16
-  // everywhere, and float16 in OpenCL (whose half arithmetic is an extension PoCL and others lack;
-  // vload_half and vstore_half are core). Null for the others.
+  // everywhere, and float16 on GPUs (OpenCL's half arithmetic is an extension PoCL and others lack,
+  // vload_half and vstore_half are core; CUDA's is cuda_fp16.h's). Null for the others.
   struct Narrow {
     std::string_view to_f32, from_f32, round;  // each spelled up to its '('
   };
@@ -445,8 +451,25 @@ class CRenderer {
     static const Narrow bf16{"kiln_bf16_to_f32(", "kiln_f32_to_bf16(", "kiln_bf16_round"};
     static const Narrow f16{"kiln_f16_to_f32(", "kiln_f32_to_f16(", "kiln_f16_round"};
     if (d == dtypes::bfloat16) return &bf16;
-    if (d == dtypes::float16 && d_ == Dialect::OpenCL) return &f16;
+    if (d == dtypes::float16 && gpu_dialect(d_)) return &f16;
     return nullptr;
+  }
+
+  // CUDA's id on axis x, y or z: the block's offset and the thread's; a thread past the id's extent
+  // (the grid is whole blocks) returns before anything else (ids come first: every other node
+  // depends on one, or runs the same in every thread)
+  void cuda_id(const UOp* u, std::string_view n) {
+    const char axis = "xyz"[n.back() - '0'];
+    std::string_view t = scalar_type(u->dtype, d_);
+    std::string& o = line_at(u);
+    if (n.starts_with("lidx"))
+      cat(o, "const ", t, ' ', n, " = (", t, ")threadIdx.", axis, ";\n");
+    else if (n.starts_with("gidx"))
+      cat(o, "const ", t, ' ', n, " = (", t, ")blockIdx.", axis, ";\n");
+    else
+      cat(o, "const ", t, ' ', n, " = (", t, ")(blockIdx.", axis, " * blockDim.", axis, " + threadIdx.", axis,
+          ");\n  if (", n, " >= ", ex(u->src(0)), ") return;\n");
+    set_expr(u, n);
   }
 
   void zero(std::string& o, DType d) const {

@@ -32,13 +32,25 @@ namespace kiln::render {
 // (SPECIAL "idx<d>") are get_global_id(d), the launch sizes CKernel::global_size. Doubles use the
 // cl_khr_fp64 extension where the device has it; float16, like bfloat16, is stored as ushort,
 // computed in float and rounded after every op (vload_half / vstore_half are core OpenCL; half
-// arithmetic is not).
-enum class Dialect : uint8_t { C, OpenCL };
+// arithmetic is not). CUDA C++ (nvcc): C's types, literals and math, one thread per call of the
+// body,
+//   extern "C" __global__ void <name>(T* __restrict__ data0, ..., int64_t varg0, ...)
+// with the same arguments as OpenCL's; the id "idx<d>" is blockIdx * blockDim + threadIdx on axis
+// x, y or z, and a thread past the id's extent returns (the launch rounds the grid up to whole
+// blocks); float16 is stored as uint16_t and computed in float like bfloat16 (cuda_fp16.h's
+// conversions round to nearest even).
+enum class Dialect : uint8_t { C, OpenCL, Cuda };
+
+// whether the dialect's kernels are GPU kernels (their arguments, ids and vars as above)
+inline bool gpu_dialect(Dialect d) { return d != Dialect::C; }
 
 // The includes and helpers every rendered kernel needs; emit once per translation unit.
 std::string c_preamble();
 std::string opencl_preamble();
-inline std::string preamble(Dialect d) { return d == Dialect::OpenCL ? opencl_preamble() : c_preamble(); }
+std::string cuda_preamble();
+inline std::string preamble(Dialect d) {
+  return d == Dialect::OpenCL ? opencl_preamble() : d == Dialect::Cuda ? cuda_preamble() : c_preamble();
+}
 
 // One kernel function. Throws InternalError for a node it cannot render (the stage that should
 // have removed it is named in the message).

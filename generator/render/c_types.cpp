@@ -59,7 +59,7 @@ std::string_view scalar_type(DType d, Dialect l) {
     case Scalar::Uint64:
       return "uint64_t";
     case Scalar::Float16:
-      return "_Float16";
+      return l == Dialect::Cuda ? "float" : "_Float16";  // CUDA: computed in float, rounded to half after every op
     case Scalar::BFloat16:
       return "float";  // computed in float, rounded to bfloat16 after every op
     case Scalar::Float32:
@@ -74,6 +74,7 @@ std::string_view scalar_type(DType d, Dialect l) {
 std::string_view storage_type(DType d, Dialect l) {
   if (d == dtypes::bfloat16) return l == Dialect::OpenCL ? "ushort" : "uint16_t";
   if (d == dtypes::float16 && l == Dialect::OpenCL) return "ushort";
+  if (d == dtypes::float16 && l == Dialect::Cuda) return "uint16_t";
   if (d == dtypes::bool_ && l == Dialect::OpenCL) return "uchar";  // a kernel argument may not point at bool
   return scalar_type(d, l);
 }
@@ -206,6 +207,21 @@ std::string c_preamble() {
          "/* max that propagates NaN, like the IR's MAX */\n"
          "KILN_INLINE float kiln_maxf(float a, float b) { return (a > b || a != a) ? a : b; }\n"
          "KILN_INLINE double kiln_maxd(double a, double b) { return (a > b || a != a) ? a : b; }\n";
+}
+
+std::string cuda_preamble() {
+  // C's helpers as device functions, the half conversions of cuda_fp16.h, and no GCC pragma (nvcc's
+  // device compiler is not GCC)
+  std::string c = c_preamble();
+  const std::string pragma_from = "/* GCC 12 with AVX-512", helpers = "/* helpers:";
+  c.erase(c.find(pragma_from), c.find(helpers) - c.find(pragma_from));
+  const std::string inline_from = c.substr(c.find(helpers), c.find("KILN_INLINE int32_t") - c.find(helpers));
+  c.replace(c.find(helpers), inline_from.size(), "#define KILN_INLINE static __device__ __forceinline__\n");
+  return "/* CUDA C++ for nvcc */\n#include <cuda_fp16.h>\n" + c +
+         "/* float16: stored as its 16 bits, computed in float and rounded (to nearest even) after every op */\n"
+         "KILN_INLINE float kiln_f16_to_f32(uint16_t b) { return __half2float(__ushort_as_half(b)); }\n"
+         "KILN_INLINE uint16_t kiln_f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }\n"
+         "KILN_INLINE float kiln_f16_round(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }\n";
 }
 
 std::string opencl_preamble() {

@@ -18,6 +18,7 @@ enum class Output : uint8_t {
   CSource,  // C99 for the consumer's compiler (<lib>_<spec>_<symbol>.c)
   Object,   // an object file made in-process by LLVM (<lib>_<spec>_<symbol>.o)
   OpenCL,   // OpenCL C 1.2 source, built on the device at run time (<lib>_<spec>_<symbol>.cl)
+  Cuda,     // CUDA C++ for the toolkit's nvcc (<lib>_<spec>_<symbol>.cu)
 };
 
 struct Target {
@@ -54,6 +55,7 @@ struct Target {
   std::vector<int64_t> local_max;   // the most work items per work group per dim
   int64_t local_max_total = 0;      // and in a whole work group
   int64_t local_bytes = 0;          // local (shared) memory per work group
+  std::string cuda_arch;            // a CUDA target's architecture, as nvcc names it ("sm_80")
 };
 
 // Every target, best first within an architecture (the order kiln writes and dispatch tries them).

@@ -13,7 +13,7 @@ constexpr uint32_t kX86Avx2 = 1u << 0, kX86Avx512 = 1u << 1, kArmNeon = 1u << 2,
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = [] {
-    std::vector<Target> t(10);
+    std::vector<Target> t(12);
     Target& avx512 = t[0];
     avx512.name = "x86_64-avx512", avx512.symbol = "x86_64_avx512", avx512.arch = "x86_64";
     avx512.triple = "x86_64-unknown-linux-gnu", avx512.cpu = "skylake-avx512";
@@ -125,23 +125,37 @@ const std::vector<Target>& targets() {
 
     // OpenCL C 1.2 for any OpenCL device (mobile GPUs, PoCL on a CPU): the limits are what every
     // device offers (work groups of 256 items, 32 KiB of local memory: OpenCL's minimum for a full
-    // profile), global sizes as tinygrad's CUDA renderer bounds them, so ids fit in int32 and the
-    // second and third dims in what older drivers take; float4 vectors; no threads of kiln's own
+    // profile)
+    // a GPU target: its grid's limits (global sizes as tinygrad's CUDA renderer bounds them, so
+    // ids fit in int32 and the second and third dims in what older drivers take), 16-byte
+    // vectors, no threads of kiln's own, nothing to detect on the CPU
+    auto gpu = [](Target& g, Output output, int64_t local_xy, int64_t local_bytes) {
+      g.vector_bytes = 16, g.vector_registers = 16, g.fma_units = 1;
+      g.threads = false;
+      g.output = output;
+      g.runtime_bits = "0";
+      g.gpu = true;
+      g.global_max = {2147483647, 65535, 65535};
+      g.local_max = {local_xy, local_xy, 64};
+      g.local_max_total = local_xy;
+      g.local_bytes = local_bytes;
+    };
     Target& ocl = t[8];
     ocl.name = "opencl", ocl.symbol = "opencl", ocl.arch = "opencl";
-    ocl.vector_bytes = 16, ocl.vector_registers = 16, ocl.fma_units = 1;
-    ocl.threads = false;
-    ocl.output = Output::OpenCL;
-    ocl.runtime_bits = "0";
-    ocl.gpu = true;
-    ocl.global_max = {2147483647, 65535, 65535};
-    ocl.local_max = {256, 256, 64};
-    ocl.local_max_total = 256;
-    ocl.local_bytes = 32 << 10;
+    gpu(ocl, Output::OpenCL, 256, 32 << 10);
+
+    // CUDA C++ for NVIDIA GPUs of compute capability 9.0 (Hopper) and 8.0 (Ampere) and newer: a
+    // block holds up to 1024 threads (z up to 64) and 48 KiB of shared memory without opting in
+    for (auto [i, sm] : {std::pair{9, 90}, {10, 80}}) {
+      Target& cu = t[size_t(i)];
+      cu.name = "cuda-sm" + std::to_string(sm), cu.symbol = "cuda_sm" + std::to_string(sm), cu.arch = "cuda";
+      cu.cuda_arch = "sm_" + std::to_string(sm);
+      gpu(cu, Output::Cuda, 1024, 48 << 10);
+    }
 
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
     // lowered) everywhere
-    Target& cpu = t[9];
+    Target& cpu = t[11];
     cpu.name = "cpu", cpu.symbol = "cpu", cpu.arch = "any";
     cpu.vector_bytes = 16, cpu.vector_registers = 16, cpu.fma_units = 1;
     cpu.runtime_bits = "0";
@@ -185,6 +199,8 @@ std::string_view output_name(Output o) {
       return "object";
     case Output::OpenCL:
       return "opencl";
+    case Output::Cuda:
+      return "cuda";
   }
   return "c";
 }
@@ -197,6 +213,8 @@ std::string_view extension(Output o) {
       return ".o";
     case Output::OpenCL:
       return ".cl";
+    case Output::Cuda:
+      return ".cu";
   }
   return ".c";
 }
@@ -271,7 +289,7 @@ std::string table_json() {
     s += std::string(", \"gpu\": ") + (t.gpu ? "true" : "false");
     s += ", \"global_max\": " + int_list(t.global_max) + ", \"local_max\": " + int_list(t.local_max);
     s += ", \"local_max_total\": " + std::to_string(t.local_max_total);
-    s += ", \"local_bytes\": " + std::to_string(t.local_bytes) + "}";
+    s += ", \"local_bytes\": " + std::to_string(t.local_bytes) + ", \"cuda_arch\": " + quoted(t.cuda_arch) + "}";
   }
   return s + "\n]\n";
 }

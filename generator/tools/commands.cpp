@@ -281,7 +281,7 @@ static std::string launch_comment(const kiln::codegen::CKernel& c) {
   std::string s = "/* launch: global size (";
   for (size_t d = 0; d < 3; ++d)
     s += (d ? ", " : "") + (c.global_size[d] ? kiln::codegen::index_text(c.global_size[d]) : std::string("1"));
-  return s + "), local size: the driver's choice */\n";
+  return s + "), local size: not fixed by the kernel */\n";
 }
 
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.
@@ -299,8 +299,12 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
   }
   int rc = 0;
   bool any = false;
-  bool opencl = cg.program && cg.program->output == kiln::target::Output::OpenCL;
-  std::string out = cg.target ? "" : opencl ? kiln::render::opencl_preamble() : kiln::render::c_preamble();
+  const bool gpu = cg.program && cg.program->gpu;
+  const kiln::render::Dialect dialect = !gpu ? kiln::render::Dialect::C
+                                        : cg.program->output == kiln::target::Output::OpenCL
+                                            ? kiln::render::Dialect::OpenCL
+                                            : kiln::render::Dialect::Cuda;
+  std::string out = cg.target ? "" : kiln::render::preamble(dialect);
   for (const auto& path : paths) {
     kiln::Context ctx;
     std::vector<ScheduledKernel> kernels;
@@ -314,8 +318,8 @@ int run_codegen(const std::vector<std::string>& paths, const std::string& only, 
       dim_list += (dim_list.empty() ? "" : ", ") + std::string(d->arg<kiln::VarArg>().name);
     if (!cg.target)
       out += "/* " + path +
-             (opencl ? ": the kernels take the buffers, then the dims as longs (varg0, ...) in declaration order: "
-                     : ": vars[] holds the dims in declaration order: ") +
+             (gpu ? ": the kernels take the buffers, then the dims as 64-bit ints (varg0, ...) in declaration order: "
+                  : ": vars[] holds the dims in declaration order: ") +
              (dim_list.empty() ? "none" : dim_list) + " */\n";
     std::vector<kiln::codegen::CKernel> compiled;  // the object target's: one module of them
     for (const auto& k : kernels) {

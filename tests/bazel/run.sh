@@ -176,7 +176,7 @@ printf '%s\n' 'load("@kiln//bazel:defs.bzl", "kiln_library")' '' \
 bad_out="$(bazel build "${bz[@]}" //bad_target:bad 2>&1 || true)"
 rm -rf bad_target
 check "consumer: an unknown target lists the known ones" "1" \
-  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, opencl, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
+  "$(grep -c "kiln_library(bad): unknown target 'avx9' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, cuda-sm80, cuda-sm90, opencl, riscv64-rvv, wasm32-simd128, x86_64-avx2, x86_64-avx512)" <<<"$bad_out")"
 
 # size_budget: a library within it builds; one too small fails the build, naming the target, its
 # total and its largest variants (kiln size --budget on the kernel libraries as compiled)

@@ -186,7 +186,7 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
   };
   EXPECT_EQ(error(opts("lib", {"gpu"}, {spec})),
             "kiln: error: unknown target 'gpu' (known: aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, "
-            "opencl, riscv64-rvv, "
+            "cuda-sm80, cuda-sm90, opencl, riscv64-rvv, "
             "wasm32-simd128, x86_64-avx2, x86_64-avx512)\n");
   EXPECT_EQ(error(opts("lib", {"cpu", "cpu"}, {spec})), "kiln: error: target 'cpu' given twice\n");
   {  // the GPU target: its kernels in a .cl file, and embedded in the dispatch as the same text
@@ -201,6 +201,9 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
     EXPECT_NE(dispatch.find("const char kProgram_opencl[] =\n"), std::string::npos);
     EXPECT_NE(dispatch.find("kiln::detail::DeviceCall call("), std::string::npos);
   }
+  EXPECT_EQ(error(opts("lib", {"cpu", "cuda-sm80"}, {spec})),
+            "kiln: error: target 'cuda-sm80': the CUDA library output is not built yet (kiln codegen --target "
+            "cuda-sm80 <spec> prints the kernels' CUDA C++)\n");
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
   EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),

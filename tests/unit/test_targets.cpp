@@ -24,7 +24,8 @@ TEST(Targets, NamesAreUniqueAndSymbolsAreNamesWithUnderscores) {
   EXPECT_EQ(find("x86_64_avx2"), nullptr);  // the symbol is not a name
   EXPECT_EQ(find(""), nullptr);
   EXPECT_EQ(known_names(),
-            "aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, opencl, riscv64-rvv, wasm32-simd128, "
+            "aarch64-neon, aarch64-sve256, armv7-neon, cortex-m4, cpu, cuda-sm80, cuda-sm90, opencl, riscv64-rvv, "
+            "wasm32-simd128, "
             "x86_64-avx2, x86_64-avx512");
 }
 
@@ -62,8 +63,11 @@ TEST(Targets, JsonHasEveryTargetAndField) {
     EXPECT_EQ(o.at("triple"), t.triple);
     EXPECT_EQ(o.at("vector_bytes"), t.vector_bytes);
     EXPECT_EQ(o.at("l2_bytes"), t.l2_bytes);
-    EXPECT_EQ(o.at("output"), t.output == Output::Object ? "object" : t.output == Output::OpenCL ? "opencl" : "c");
-    EXPECT_EQ(o.at("extension"), t.output == Output::Object ? ".o" : t.output == Output::OpenCL ? ".cl" : ".c");
+    const char* const outputs[][2] = {{"c", ".c"}, {"object", ".o"}, {"opencl", ".cl"}, {"cuda", ".cu"}};
+    ASSERT_LT(size_t(t.output), std::size(outputs));
+    EXPECT_EQ(o.at("output"), outputs[size_t(t.output)][0]);
+    EXPECT_EQ(o.at("extension"), outputs[size_t(t.output)][1]);
+    EXPECT_EQ(o.at("cuda_arch"), t.cuda_arch);
     EXPECT_EQ(o.at("gpu"), t.gpu);
     EXPECT_EQ(o.at("global_max").size(), t.global_max.size());
     EXPECT_EQ(o.at("local_bytes"), t.local_bytes);

@@ -1,0 +1,179 @@
+// The codegen pipeline to CUDA C++: scheduled kernels through the GPU stages (Global loops, gpu
+// dims' thread ids, each gated at the launch's extent) and the CUDA dialect of the C renderer, for
+// the cuda-sm80 and cuda-sm90 targets: the kernel kinds the other renderers run and random
+// programs, each test's kernels compiled by the CUDA toolkit's nvcc into one fatbin holding a cubin
+// for sm_80 and one for sm_90 (ptxas assembles and checks each). No GPU runs them here (where one
+// is lent, scripts/gpu-check.sh does). Without nvcc ($KILN_NVCC, PATH, /usr/local/cuda/bin) the
+// tests are skipped with the reason.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "generator/codegen/pipeline.h"
+#include "generator/render/c.h"
+#include "generator/schedule/schedule.h"
+#include "generator/target/target.h"
+#include "tests/unit/kernel_kinds.h"
+#include "tests/unit/random_program.h"
+
+using namespace kiln;
+using namespace kiln::testing_programs;
+
+namespace {
+
+int64_t kernels_compiled = 0;  // for the summary line
+
+struct Summary : ::testing::Environment {
+  void TearDown() override {
+    if (kernels_compiled > 0)
+      std::cout << kernels_compiled << " kernels compiled by nvcc and checked by ptxas for sm_80 and sm_90\n";
+  }
+};
+[[maybe_unused]] auto* const summary = ::testing::AddGlobalTestEnvironment(new Summary);
+
+// the toolkit's compiler: $KILN_NVCC, else nvcc on PATH, else the toolkit's usual place; "" for none
+std::string nvcc() {
+  if (const char* e = std::getenv("KILN_NVCC"); e != nullptr && *e != '\0') return e;
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    for (std::string d; std::getline(dirs, d, ':');)
+      if (!d.empty() && access((d + "/nvcc").c_str(), X_OK) == 0) return d + "/nvcc";
+  }
+  return access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : "";
+}
+
+std::string numbered(const std::string& src) {
+  std::istringstream in(src);
+  std::string line, out;
+  for (int n = 1; std::getline(in, line); ++n) out += std::to_string(n) + ": " + line + "\n";
+  return out;
+}
+
+// `source` compiled into a fatbin for sm_80 and sm_90: "" where it compiled, else what nvcc said
+std::string compile_cuda(const std::string& source) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kiln-cuda-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "k.cu") << source;
+  std::string cmd =
+      "'" + nvcc() + "' -fatbin -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 " +
+      "-Xptxas -warn-spills -o '" + (dir / "k.fatbin").string() + "' '" + (dir / "k.cu").string() + "' 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    std::array<char, 4096> buf;
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+    if (pclose(p) != 0 && out.empty()) out = "nvcc failed";
+  } else {
+    out = "cannot run " + cmd;
+  }
+  std::error_code ec;
+  bool made = fs::exists(dir / "k.fatbin") && fs::file_size(dir / "k.fatbin", ec) > 0;
+  fs::remove_all(dir, ec);
+  return made && out.find("error") == std::string::npos ? "" : out.empty() ? "no fatbin" : out;
+}
+
+const target::Target& sm80() { return *target::find("cuda-sm80"); }
+
+// A test's kernels gathered into one translation unit, compiled at the end of the test
+struct CudaTest : ::testing::Test, ProgramInputs {
+  std::string source = render::cuda_preamble();
+  int64_t kernels = 0;
+  void expect_matches(const std::vector<Tensor>& outs, const std::vector<std::map<std::string, int64_t>>& = {{}}) {
+    schedule::Schedule s = schedule::schedule(ins, outs, "k" + std::to_string(programs++));
+    codegen::PipelineOptions o;
+    o.target = &sm80();
+    for (const auto& k : s.kernels) {
+      source += codegen::compile_to_c(k.ast, s.vars, o).source;
+      ++kernels;
+    }
+  }
+  void compile() {
+    if (nvcc().empty()) GTEST_SKIP() << "no nvcc (the CUDA toolkit): set KILN_NVCC or put it on PATH";
+    std::string err = compile_cuda(source);
+    EXPECT_EQ(err, "") << numbered(source);
+    if (err.empty()) kernels_compiled += kernels;
+  }
+};
+
+}  // namespace
+
+TEST_F(CudaTest, ElementwiseAndBroadcast) {
+  kinds::elementwise_and_broadcast(*this);
+  compile();
+}
+TEST_F(CudaTest, ReductionsOverEachAxis) {
+  kinds::reductions_over_each_axis(*this);
+  compile();
+}
+TEST_F(CudaTest, SoftmaxLayernormAtSymbolicBounds) {
+  kinds::softmax_layernorm_at_symbolic_bounds(*this);
+  compile();
+}
+TEST_F(CudaTest, MlpAtTheBoundsOfItsBatch) {
+  kinds::mlp(*this);
+  compile();
+}
+TEST_F(CudaTest, MatmulShapes) {
+  kinds::matmul_shapes(*this);
+  compile();
+}
+TEST_F(CudaTest, ConvolutionsPoolingAttention) {
+  kinds::convolutions_pooling_attention(*this);
+  compile();
+}
+TEST_F(CudaTest, MovementOps) {
+  kinds::movement_ops(*this);
+  compile();
+}
+TEST_F(CudaTest, IntegersBoolsHalfAndBfloat16) {
+  kinds::integers_bools_half_and_bfloat16(*this);
+  compile();
+}
+
+TEST_F(CudaTest, RandomPrograms) {
+  for (int seed = 0; seed < 60; ++seed) {
+    std::vector<Tensor> outs;
+    std::map<std::string, int64_t> vars;
+    ins.clear();
+    RandomProgram(uint64_t(seed)).build(ctx, ins, outs, vars);
+    expect_matches(outs);
+  }
+  compile();
+}
+
+// The check itself: nvcc's errors reach the test, and a kernel whose extent is wrong fails to
+// compile where its code does not (the harness is not a pass-through)
+TEST(CudaRender, TheCompileCheckFailsOnABrokenKernel) {
+  if (nvcc().empty()) GTEST_SKIP() << "no nvcc (the CUDA toolkit): set KILN_NVCC or put it on PATH";
+  EXPECT_EQ(compile_cuda(render::cuda_preamble() + "extern \"C\" __global__ void ok(float* d) { d[0] = 1.0f; }\n"), "");
+  EXPECT_NE(compile_cuda(render::cuda_preamble() + "extern \"C\" __global__ void bad(float* d) { d[0] = nope; }\n"),
+            "");
+}
+
+// The kernel's shape: extern "C" __global__, the buffers then the dims, and each id gated at its
+// extent (the launch rounds the grid up to whole blocks)
+TEST(CudaRender, KernelSignatureAndGatedIds) {
+  Context ctx;
+  const UOp* n = ctx.var("N", 1, 100000);
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {n});
+  std::vector<Tensor> ins{x}, outs{x * 2};
+  schedule::Schedule s = schedule::schedule(ins, outs, "g");
+  codegen::PipelineOptions o;
+  o.target = &sm80();
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  EXPECT_NE(
+      k.source.find("extern \"C\" __global__ void g_0(float* __restrict__ data0, const float* __restrict__ data1, "
+                    "int64_t varg0)"),
+      std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("blockIdx.x"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find(") return;"), std::string::npos) << k.source;
+  ASSERT_NE(k.global_size[0], nullptr);
+}

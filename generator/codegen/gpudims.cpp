@@ -10,9 +10,12 @@
 // neighbouring work items touch neighbouring elements. More loops than the target has dims, or
 // loops longer than its limits, are fitted as tinygrad's gpudims fits them: adjacent loops merge
 // into one id while their product fits (each loop is then a quotient and remainder of it), and a
-// loop of constant length too long for its dim is split into factors carried by the next dim. The
+// loop of constant length too long for its dim is split into factors carried by the next dim.
+// Symbolic loops that fit one per dim in another order take that order instead of merging. The
 // launch is exactly the ids' ends (the SPECIALs' sources), so no work item falls outside the loops.
+#include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "generator/codegen/passes.h"
 #include "generator/symbolic/symbolic.h"
@@ -69,6 +72,21 @@ std::vector<std::vector<size_t>> group_dims(const std::vector<const UOp*>& ends,
   return g;
 }
 
+// One loop per dim in another order, where the innermost-first one does not fit: the first
+// assignment in permutation order (the innermost loop keeps the lowest dim it can) where every loop
+// fits its dim; empty for none. dim[l] is loop l's.
+std::vector<size_t> permuted_dims(const std::vector<const UOp*>& ends, const std::vector<int64_t>& limit) {
+  if (ends.size() > limit.size()) return {};
+  std::vector<size_t> dim(ends.size());
+  std::iota(dim.begin(), dim.end(), size_t(0));
+  do {
+    bool fits = true;
+    for (size_t l = 0; l < ends.size(); ++l) fits &= most(ends[l]) <= limit[dim[l]];
+    if (fits) return dim;
+  } while (std::next_permutation(dim.begin(), dim.end()));
+  return {};
+}
+
 // Constant sizes, innermost first, made to fit `limit` by moving factors of a dim too long to the
 // next dim (tinygrad's _split_dims); empty where a dim has no factor that helps.
 std::vector<int64_t> split_dims(std::vector<int64_t> d, const std::vector<int64_t>& limit) {
@@ -96,6 +114,16 @@ const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& glob
   std::vector<std::vector<size_t>> groups = group_dims(ends, t.global_max);
   bool one_each = !groups.empty();  // every loop fits its dim as it is
   for (const auto& gr : groups) one_each &= gr.size() == 1;
+  // Merged symbolic loops are each a quotient and remainder of the id by a symbolic end: an index
+  // the prover does not bound, so the kernel would lose its opts (bgemm's G up to 65536, one past
+  // the second dim, merged all three). Where an end is symbolic, one loop per dim in another order
+  // comes first; constant ones merge (their ids keep the innermost loop on dim 0).
+  const bool symbolic = std::any_of(ends.begin(), ends.end(), [](const UOp* e) { return e->op != Op::CONST; });
+  if (!one_each && symbolic)
+    if (std::vector<size_t> dim = permuted_dims(ends, t.global_max); !dim.empty()) {
+      for (size_t l = 0; l < loops.size(); ++l) with[loops[l]] = {special(dim[l], ends[l]), {}};
+      return replace_ranges(sink, with);
+    }
   if (!groups.empty() && !one_each) {
     // merged: id i runs over the product of its loops; each loop is a digit of it
     for (size_t i = 0; i < groups.size(); ++i) {

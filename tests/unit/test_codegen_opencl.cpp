@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "generator/codegen/bounds.h"
 #include "generator/codegen/pipeline.h"
 #include "generator/ir/text.h"
 #include "generator/render/c.h"
@@ -218,6 +219,28 @@ TEST_F(OpenclTest, LaunchesAreFittedToTheGridLimits) {
   // out (17, 5): 5 fits dim 0; 17 fits neither dim 1 nor, merged (85), dim 0, and is prime: a loop
   EXPECT_EQ(ids({z.transpose() + 1}), (std::vector<int64_t>{5, 0, 0}));
   expect_matches({z.transpose() + 1});
+}
+
+// Symbolic loops that do not fit in order take one dim each in another order rather than merge
+// (merged, each would be a quotient and remainder by a symbolic end, which the prover does not
+// bound): out [G, M] with G up to 10 and M up to 4 on dims of 16, 4, 4 puts G on dim 0, M on dim 1
+TEST_F(OpenclTest, SymbolicLoopsThatDoNotFitInOrderArePermutedNotMerged) {
+  target::Target small = opencl();
+  small.global_max = {16, 4, 4};
+  target = &small;
+  const UOp* g = ctx.var("G", 1, 10);
+  const UOp* m = ctx.var("M", 1, 4);
+  Tensor x = input("x", {g, m});
+  std::vector<Tensor> outs{x.exp() + 1};
+  schedule::Schedule s = schedule::schedule(ins, outs, "perm");
+  codegen::PipelineOptions o;
+  o.target = &small;
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  ASSERT_TRUE(k.global_size[0] && k.global_size[1]);
+  EXPECT_EQ(codegen::index_text(k.global_size[0]), "G") << k.source;
+  EXPECT_EQ(codegen::index_text(k.global_size[1]), "M") << k.source;
+  EXPECT_EQ(k.source.find("/ var_"), std::string::npos) << k.source;  // no id divided by a dim
+  expect_matches(outs, {{{"G", 1}, {"M", 1}}, {{"G", 10}, {"M", 4}}, {{"G", 7}, {"M", 3}}});
 }
 
 // Symbolic extents: the ids run over the dims' values, the launch is an expression of the dims

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "device.h"
+#include "kiln/dispatch.h"
 #include "message.h"
 
 namespace kiln {

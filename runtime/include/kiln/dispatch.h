@@ -27,6 +27,42 @@ struct Variant {
   size_t (*workspace)(const int64_t* d, int32_t cores);  // a call's bytes when `cores` share it
 };
 
+// One call's work on ctx's GPU, as a generated device variant (below) spells it: the
+// call's buffers by number (uploaded from the host, or allocated), the kernels of `program` (the
+// OpenCL C the library embeds; built for the device at its first call through ctx and kept there)
+// launched in order, the outputs downloaded. The first failure is kept and every step after it
+// does nothing; finish() waits for the device and returns it. Calls through one Context take
+// turns on its device. A buffer of SIZE_MAX bytes (a count that overflowed) is refused.
+class DeviceCall {
+ public:
+  DeviceCall(const char* kernel, Context* ctx, const char* program, int32_t buffers) noexcept;
+  ~DeviceCall();  // lets go of the call's device buffers
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+
+  void upload(int32_t buffer, const void* host, size_t bytes) noexcept;
+  void allocate(int32_t buffer, size_t bytes) noexcept;
+  // argument `arg`'s view of a DeviceBuffer (`handle`) as the buffer, in place: refused where it is
+  // another context's buffer or smaller than `bytes`
+  void bind(int32_t buffer, const char* arg, void* handle, size_t bytes) noexcept;
+  // `function` over global[0] x global[1] x global[2] work items (none where one is 0), taking the
+  // buffers numbered `buffers` (its slots in order), then `nvars` dims as longs
+  void launch(const char* function, const int32_t* buffers, int32_t count, const int64_t* vars, int32_t nvars,
+              const int64_t* global) noexcept;
+  void download(int32_t buffer, void* host, size_t bytes) noexcept;
+  Status finish() noexcept;
+
+  struct Impl;  // the runtime's
+
+ private:
+  void make(int32_t buffer, const void* host, size_t bytes) noexcept;
+
+  const char* kernel_;
+  Context* ctx_ = nullptr;
+  Impl* impl_ = nullptr;
+  Status status_;
+};
+
 // A GPU variant: the kind of device it runs on (kiln::Device::Kind), the buckets its dims must be
 // in, and how it runs there (through a DeviceCall)
 struct DeviceVariant {

@@ -22,6 +22,11 @@
 # compiler made them, kiln's objects as they are) and fails the build, naming the target, its total
 # and its largest kernels and variants, when one is over.
 #
+# GPU targets (opencl, cuda-sm80, cuda-sm90): their kernels are embedded in the dispatch (OpenCL C,
+# and for CUDA a fatbin the toolkit's nvcc makes when kiln gen runs: -DKILN_NVCC=<path> names it,
+# else the project's CUDA compiler or the nvcc kiln finds), so the build compiles nothing for them
+# and the library needs no GPU, no driver and no CUDA language to build.
+#
 # TUNE_DB: a database `kiln tune` wrote (checked in beside the specs): `kiln gen --tune-db` gives the
 # kernels it lists their tuned opts (nothing is timed in the build; a stale entry is reported and
 # ignored), and the library is generated again when the file changes.
@@ -152,10 +157,14 @@ function(kiln_add_library name)
     set(opt_flags -O3)
   endif()
   set(kernel_sources "")
+  set(cuda FALSE)
   foreach(target IN LISTS KILN_TARGETS)
     set(i ${entry_${target}})
     string(JSON symbol GET "${table}" ${i} symbol)
     string(JSON extension GET "${table}" ${i} extension)
+    if(extension STREQUAL ".cu")
+      set(cuda TRUE)
+    endif()
     string(JSON gpu GET "${table}" ${i} gpu)
     if(KILN_C_SOURCES AND NOT gpu)  # every CPU target's kernels as C, compiled here with the target's flags
       set(extension ".c")
@@ -209,6 +218,15 @@ function(kiln_add_library name)
   endif()
   if(KILN_C_SOURCES)
     list(APPEND KILN_GEN_FLAGS --c-sources)
+  endif()
+  # a CUDA target's kernels: compiled into the fatbin the dispatch embeds by the toolkit's nvcc when
+  # kiln gen runs: KILN_NVCC where it is set, else the project's CUDA compiler where it enabled
+  # CUDA, else the one kiln gen finds (KILN_NVCC in its environment, CUDA_PATH, CUDA_HOME, PATH,
+  # /usr/local/cuda)
+  if(cuda AND KILN_NVCC)
+    list(APPEND KILN_GEN_FLAGS --nvcc "${KILN_NVCC}")
+  elseif(cuda AND CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA")
+    list(APPEND KILN_GEN_FLAGS --nvcc "${CMAKE_CUDA_COMPILER}")
   endif()
   set(tune_db "")
   if(DEFINED KILN_TUNE_DB OR "TUNE_DB" IN_LIST KILN_KEYWORDS_MISSING_VALUES)

@@ -36,12 +36,6 @@ bool Generator::check_options(std::string& err) {
       err = "kiln: error: target '" + t + "' given twice\n";
       return false;
     }
-    // the pipeline and the renderer know the CUDA targets; the library does not embed their kernels yet
-    if (target::find(t)->output == target::Output::Cuda) {
-      err = "kiln: error: target '" + t + "': the CUDA library output is not built yet (kiln codegen --target " + t +
-            " <spec> prints the kernels' CUDA C++)\n";
-      return false;
-    }
   }
   for (const Target& t : target::targets())  // best first
     if (std::find(o_.targets.begin(), o_.targets.end(), t.name) != o_.targets.end()) targets_.push_back(&t);

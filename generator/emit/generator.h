@@ -171,11 +171,14 @@ class Generator {
   static std::string guard_array(const Variant& v, const std::string& id, std::string& s);
 
   // device.cpp
-  // L_<part>_<target>.cl: one spec's kernels for an OpenCL target
-  std::string kernels_cl(size_t fi, size_t ti) const;
+  // L_<part>_<target>.cl or .cu: one spec's kernels for a GPU target
+  std::string kernels_gpu(size_t fi, size_t ti) const;
+  // every spec's CUDA kernels compiled by nvcc, for each CUDA target (fatbins_); false with err
+  // where there is no nvcc
+  bool make_fatbins(std::string& err);
   // the library's GPU targets by name ("opencl"; "" for none)
   std::string gpu_targets_text() const;
-  // the part's OpenCL programs as string constants, kProgram_<target symbol>
+  // the part's programs as constants, kProgram_<target symbol>: OpenCL C, CUDA fatbins
   std::string device_programs(size_t fi) const;
   // kernel k's GPU variants: their run functions and kDeviceVariants_<kernel>
   std::string device_dispatch(const KernelInfo& k) const;
@@ -195,7 +198,7 @@ class Generator {
   target::Output output(const Target& t) const;
   // its output's name in the manifests: "c", "object", "opencl"
   std::string output_name(const Target& t) const;
-  // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c, .o or .cl
+  // the kernel file of spec fi for target ti: <lib>_<part>_<target symbol>.c, .o, .cl or .cu
   std::string kernel_file(size_t fi, size_t ti) const;
 
   // manifest.cpp
@@ -222,6 +225,8 @@ class Generator {
   bool compile_ = true;              // the variants' kernels too (explain needs only their guards)
   // each object's functions, measured (by spec and target index): the library manifest's sizes
   std::map<std::pair<size_t, size_t>, std::map<std::string, target::FunctionSize>> sizes_;
+  // each CUDA target's fatbin of each spec's kernels (by spec and target index), for the dispatch
+  std::map<std::pair<size_t, size_t>, std::string> fatbins_;
 };
 
 }  // namespace kiln::emit::detail

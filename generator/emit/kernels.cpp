@@ -69,6 +69,7 @@ std::string Generator::kernel_file(size_t fi, size_t ti) const {
   return o_.name + "_" + files_[fi].part + "_" + t.symbol +
          (out == target::Output::Object   ? ".o"
           : out == target::Output::OpenCL ? ".cl"
+          : out == target::Output::Cuda   ? ".cu"
                                           : ".c");
 }
 

@@ -22,6 +22,8 @@ GenResult Generator::run() {
     if (!load(path, r.errors)) return r;
   for (size_t f = 0; f < files_.size(); ++f)
     if (!build_kernels(f, r.errors)) return r;
+  // a dispatch source embeds its CUDA fatbins
+  if (o_.emit != Emit::Kernels && !make_fatbins(r.errors)) return r;
   r.warnings = warnings_;
   if (o_.emit == Emit::All) r.files.push_back({o_.name + ".h", umbrella()});
   std::vector<ObjectJob> jobs;
@@ -40,8 +42,8 @@ GenResult Generator::run() {
         r.files.push_back({kernel_file(f, t), kernels_c(f, t)});
         continue;
       }
-      if (output(*targets_[t]) == target::Output::OpenCL) {
-        r.files.push_back({kernel_file(f, t), kernels_cl(f, t)});
+      if (targets_[t]->gpu) {
+        r.files.push_back({kernel_file(f, t), kernels_gpu(f, t)});
         continue;
       }
       std::string module = kernels_module(f, t);

@@ -56,6 +56,9 @@ struct GenOptions {
   // kiln tune's database (tune_db.h): a kernel whose hash, target and variant it lists gets the
   // entry's opts instead of the heuristics'; an entry for a kernel that changed is reported, not used
   std::string tune_db;
+  // the CUDA toolkit's nvcc, which compiles a CUDA target's kernels into the fatbin the dispatch
+  // source embeds: a path or a name on PATH; empty: target::find_nvcc's places
+  std::string nvcc;
 };
 
 // The part of the file names a spec's files carry: its file name without `.kiln`, every character

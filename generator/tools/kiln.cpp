@@ -109,17 +109,22 @@ static int run(int argc, char** argv) {
       ->check(CLI::IsMember({"all", "spec", "kernels", "library"}));
   gen->add_option("--tune-db", gen_opts.tune_db,
                   "kiln tune's database: its entries' opts for the kernels they match (nothing is timed)");
+  gen->add_option("--nvcc", gen_opts.nvcc,
+                  "the CUDA toolkit's nvcc, for the CUDA targets (default: $KILN_NVCC, $CUDA_PATH/bin, "
+                  "$CUDA_HOME/bin, PATH, /usr/local/cuda/bin)");
   gen->add_option("--kernels-dir", gen_opts.kernels_dir,
                   "with --emit library: where the object kernel files are (default: <out>)");
   gen->footer(
       "Writes into <out>, for each spec <part>.kiln: <name>_<part>.h (its kernels' C++ entry points, in\n"
       "namespace <name>), <name>_<part>_dispatch.cpp, one kernel file per target, <name>_<part>_<target\n"
-      "with '-' as '_'>.c for a C target (compile it with the c_flags `kiln targets --json` lists) or .o\n"
-      "for an object target, and <name>_<part>.manifest.json; then <name>.h (includes the part headers: what\n"
-      "users include), <name>.manifest.json (the parts merged, with the code and data bytes of each object\n"
-      "target's kernels) and the depfile <name>.d.\n"
+      "with '-' as '_'>.c for a C target (compile it with the c_flags `kiln targets --json` lists), .o\n"
+      "for an object target, .cl or .cu for a GPU target (the dispatch embeds the OpenCL C, and the fatbin\n"
+      "nvcc makes of the CUDA C++; neither is compiled by the build), and <name>_<part>.manifest.json;\n"
+      "then <name>.h (includes the part headers: what users include), <name>.manifest.json (the parts\n"
+      "merged, with the code and data bytes of each object target's kernels) and the depfile <name>.d.\n"
       "A build may split the work: --emit spec <spec> writes one spec's header, dispatch and part\n"
-      "manifest (give every target; it compiles nothing); --emit kernels <spec> its kernel files for the\n"
+      "manifest (give every target; it compiles nothing but the CUDA fatbins); --emit kernels <spec> its kernel files "
+      "for the\n"
       "targets given; --emit library <specs> writes <name>.h and <name>.manifest.json from the part\n"
       "manifests in <out> and the objects in --kernels-dir (default: <out>; the specs are not read). The\n"
       "bytes are the same as one run's. No depfile then.\n"

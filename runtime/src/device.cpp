@@ -1,14 +1,15 @@
 // Devices: finding a Context's GPU through its driver, loaded at run time (dlopen), so that an
 // application linked with GPU kernels starts and runs its CPU variants where there is no driver.
-// OpenCL: the ICD loader libOpenCL.so.1, its platforms and their devices in order; CUDA: the
-// driver libcuda.so.1, cuInit and the device of the ordinal. Only the few entry points named here
-// are looked up, by name, with the drivers' C types spelled as plain integers and pointers (no
-// OpenCL or CUDA headers at build time).
+// OpenCL (opencl.cpp): the ICD loader libOpenCL.so.1, its platforms and their devices in order;
+// CUDA (cuda.cpp): the driver libcuda.so.1, cuInit and the device of the ordinal. Only the entry
+// points the runtime calls are looked up, by name, with the drivers' C types spelled as plain
+// integers and pointers (no OpenCL or CUDA headers at build time).
 #include "device.h"
 
 #include <cstdlib>
 #include <cstring>
 
+#include "kiln/dispatch.h"
 #include "message.h"
 
 #if KILN_DEVICES
@@ -65,50 +66,6 @@ bool lacks(DeviceState& st, const char* none, const char* path, const char* api,
 
 void* entry_point(void* driver, const char* name) { return dlsym(driver, name); }
 
-namespace {
-
-// The CUDA driver API's entry points (CUresult as int, CUdevice as int)
-using CuInit = int (*)(unsigned);
-using CuDeviceGetCount = int (*)(int*);
-using CuDeviceGet = int (*)(int*, int);
-using CuDeviceGetName = int (*)(char*, int, int);
-constexpr int kCudaErrorNoDevice = 100;
-
-void open_cuda(int ordinal, DeviceState& st) {
-  const char* path = open_driver(st, "KILN_CUDA_LIBRARY", "libcuda.so.1", "no CUDA driver");
-  if (st.driver == nullptr) return;
-  auto init = symbol<CuInit>(st.driver, "cuInit");
-  auto count_of = symbol<CuDeviceGetCount>(st.driver, "cuDeviceGetCount");
-  auto device_of = symbol<CuDeviceGet>(st.driver, "cuDeviceGet");
-  auto name_of = symbol<CuDeviceGetName>(st.driver, "cuDeviceGetName");
-  if (!found(st, "no CUDA driver", path, "the driver API's entry points", init, count_of, device_of, name_of)) return;
-  if (int err = init(0); err != 0) {
-    st.status =
-        (err == kCudaErrorNoDevice ? Message() << "no CUDA device: the driver (" << path << ") found none"
-                                   : Message() << "the CUDA driver failed to start (cuInit: error " << err << ")")
-            .status(StatusCode::Unsupported);
-    return;
-  }
-  int n = 0;
-  if (count_of(&n) != 0 || ordinal >= n) {
-    st.status = (Message() << "CUDA device " << ordinal << " not found: the driver has " << n << " device"
-                           << (n == 1 ? "" : "s"))
-                    .status(StatusCode::Unsupported);
-    return;
-  }
-  int dev = 0;
-  char buf[256] = {};
-  if (device_of(&dev, ordinal) != 0 || name_of(buf, sizeof buf - 1, dev) != 0) {
-    st.status =
-        (Message() << "CUDA device " << ordinal << ": the driver cannot name it").status(StatusCode::Unsupported);
-    return;
-  }
-  st.ordinal = dev;
-  st.name = buf;
-}
-
-}  // namespace
-
 void open_device(Device device, DeviceState& st) {
   if (device.is_cpu()) return;
   if (device.index() < 0) {
@@ -121,10 +78,20 @@ void open_device(Device device, DeviceState& st) {
 }
 
 DeviceState::~DeviceState() {
-  if (cl) close_opencl(*this);
+  ops.reset();  // before the driver it calls goes
   if (driver != nullptr) dlclose(driver);
 }
 #endif
+
+int32_t device_arch(const Context* ctx) noexcept {
+#if KILN_DEVICES
+  DeviceState* st = device_state(const_cast<Context*>(ctx));
+  return st != nullptr ? st->arch : 0;
+#else
+  (void)ctx;
+  return 0;
+#endif
+}
 
 Status device_check(const char* kernel, const Context* ctx) { return device_check(kernel, ctx, ""); }
 

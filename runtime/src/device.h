@@ -1,5 +1,5 @@
-// A Context's GPU as the runtime found it (device.cpp): the driver library, the device's handle
-// and name, or why it is out of reach.
+// A Context's GPU as the runtime found it (device.cpp): the driver library, the device's name and
+// the driver's calls for it (Driver), or why it is out of reach.
 #pragma once
 
 #include <cstring>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config.h"
+#include "kiln/kiln.h"
 #if KILN_THREADS
 #include <mutex>
 #endif
@@ -30,28 +31,47 @@ inline namespace runtime_v1 {
 namespace detail {
 
 #if KILN_DEVICES
-struct OpenClApi;  // opencl.cpp: the entry points its calls take
+// A device's driver as a Context's calls use it (opencl.cpp, cuda.cpp): programs loaded for the
+// device, buffers in its memory, kernels launched, copies, the wait for all of it. Each step
+// returns Ok, or the driver's failure as "<call>: <driver> error <n>", ResourceExhausted where
+// the device is out of memory, else Internal (a buffer not the context's: InvalidArgument). The
+// caller holds the state's `calls` mutex.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // `program` (what the library embeds for the device's target) loaded for the device at its first
+  // use and kept, by address: an OpenCL program built from its source, a CUDA module from a fatbin
+  virtual Status load(const char* program, void** module) = 0;
+  // `bytes` (at least 1) of device memory, filled from `host` unless it is null
+  virtual Status allocate(size_t bytes, const void* host, void** mem) = 0;
+  virtual void release(void* mem) noexcept = 0;
+  // the bytes of a buffer this driver made; InvalidArgument where `mem` is none of this context's
+  // ("its data is not a device buffer", "a device buffer of another context: ...")
+  virtual Status size_of(void* mem, size_t* bytes) = 0;
+  // module's `function` over global[0] x global[1] x global[2] work items (each at least 1), taking
+  // `count` buffers, then `nvars` dims as 64-bit integers
+  virtual Status launch(void* module, const char* function, void* const* mems, int32_t count, const int64_t* vars,
+                        int32_t nvars, const int64_t* global) = 0;
+  // copies between the host and a buffer, from byte `offset` of it; they wait for the device
+  virtual Status read(void* mem, size_t offset, void* host, size_t bytes) = 0;
+  virtual Status write(void* mem, size_t offset, const void* host, size_t bytes) = 0;
+  virtual Status finish() = 0;  // waits for everything launched
+  // around each use from a thread (CUDA: the context made current on it, and no longer)
+  virtual void enter() noexcept {}
+  virtual void leave() noexcept {}
+};
 
 struct DeviceState {
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
-  ~DeviceState();  // close(), then dlclose
+  ~DeviceState();  // the driver's state released, then dlclose
 
-  void* driver = nullptr;  // the dlopen handle, kept for the calls to come
-  // the device, as the driver's calls take it:
-  void* platform = nullptr;  // OpenCL: the device's platform (cl_platform_id)
-  void* handle = nullptr;    // OpenCL: the cl_device_id
-  int ordinal = -1;          // CUDA: the CUdevice
-  std::string name;          // the driver's name for it
-  Status status;             // Unsupported (and why) when it is out of reach
-  // OpenCL: its entry points, the context and queue calls run on, and the programs built for it
-  // (by the address of the generated source: one per spec file of a library) and their kernels
-  OpenClApi* cl = nullptr;  // close_opencl() deletes it
-  void* context = nullptr;  // cl_context
-  void* queue = nullptr;    // cl_command_queue
-  std::map<const char*, void*> programs;
-  std::map<std::pair<void*, std::string>, void*> kernels;
+  void* driver = nullptr;       // the dlopen handle, kept for the calls to come
+  std::unique_ptr<Driver> ops;  // set once the device is found and its context made
+  std::string name;             // the driver's name for the device
+  int32_t arch = 0;             // CUDA: its compute capability, major * 10 + minor
+  Status status;                // Unsupported (and why) when it is out of reach
 #if KILN_THREADS
   std::mutex calls;  // a DeviceCall holds it: calls through one Context take turns on its device
 #endif
@@ -60,11 +80,12 @@ struct DeviceState {
 // Loads the driver and finds `device` (nothing for the CPU); failures land in st.status.
 void open_device(Device device, DeviceState& st);
 
-// opencl.cpp: finds the index-th OpenCL device and makes its context and queue; releases them
+// opencl.cpp: finds the index-th OpenCL device and makes its context and queue (st.ops)
 void open_opencl(int index, DeviceState& st);
-void close_opencl(DeviceState& st);
+// cuda.cpp: finds the CUDA device of that ordinal and retains its primary context (st.ops)
+void open_cuda(int ordinal, DeviceState& st);
 
-// What device.cpp and opencl.cpp share: loading a driver, which st.status says where it cannot
+// What the drivers share: loading a driver, which st.status says where it cannot
 // (after `none`: "no CUDA driver"), returning its path; whether every entry point was found, else
 // st.status says the driver lacks `api`; an entry point by name (nullptr where there is none)
 const char* open_driver(DeviceState& st, const char* variable, const char* usual, const char* none);

@@ -110,15 +110,20 @@ check "codegen --target opencl kernels" "$("$kiln" check "$here/specs/ok.kiln" |
 check "codegen --target opencl gemm's launch and ids" "1 1 1" \
   "$(grep -c '^/\* launch: global size (N, M, 1)' "$tmp/k.cl") $(grep -c 'get_global_id(1)' <(sed -n '/gemm_0/,/^}/p' "$tmp/k.cl")) $(grep -c '__global const float\* restrict data1' <(sed -n '/gemm_0(/p' "$tmp/k.cl"))"
 # the CUDA targets: codegen prints CUDA C++ (one thread per output element, each id gated at its
-# extent); kiln gen refuses them (the library does not embed CUDA yet)
+# extent); kiln gen compiles them with nvcc, and names the nvcc it could not run
 "$kiln" codegen --target cuda-sm80 "$here/specs/ok.kiln" >"$tmp/k.cu" 2>"$tmp/err"
 check "codegen --target cuda-sm80" "0 " "$? $(cat "$tmp/err")"
 check "codegen --target cuda-sm80 kernels" "$(grep -c '^__kernel void ' "$tmp/k.cl")" "$(grep -c '^extern "C" __global__ void ' "$tmp/k.cu")"
 check "codegen --target cuda-sm80 gemm's gated ids" "1 1" \
   "$(grep -c 'blockIdx.y \* blockDim.y + threadIdx.y' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu")) $(grep -c 'if (idx1 >= var_M) return;' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu"))"
-"$kiln" gen --name x --out "$tmp/gen-cuda" --target cpu,cuda-sm90 "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
-check "gen refuses cuda" "1 kiln: error: target 'cuda-sm90': the CUDA library output is not built yet (kiln codegen --target cuda-sm90 <spec> prints the kernels' CUDA C++)" \
+"$kiln" gen --name x --out "$tmp/gen-cuda" --target cpu,cuda-sm90 --nvcc /nonexistent/nvcc "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+check "gen names the missing nvcc" "1 kiln: error: target 'cuda-sm90': kiln gen compiles its kernels with the CUDA toolkit's nvcc, and --nvcc /nonexistent/nvcc is not an executable" \
   "$? $(cat "$tmp/err")"
+if nvcc="$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)"; then
+  "$kiln" gen --name x --out "$tmp/gen-cuda" --target cpu,cuda-sm90 --nvcc "$nvcc" "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
+  check "gen cuda-sm90 with nvcc" "0 1 1" \
+    "$? $(ls "$tmp/gen-cuda" | grep -c '_cuda_sm90[.]cu$') $(grep -c 'const char kProgram_cuda_sm90\[\] =' "$tmp"/gen-cuda/*_dispatch.cpp | awk -F: '{ n += $NF } END { print (n > 0) }')"
+fi
 "$kiln" codegen --target opencl "$here/specs/ok.kiln" --kernel gemm --dump-after "gpu dims" >"$tmp/out" 2>&1
 check "codegen --target opencl --dump-after 'gpu dims' shows the ids" "2" "$(grep -c 'SPECIAL:weakint idx[01] ' "$tmp/out")"
 

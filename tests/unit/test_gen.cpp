@@ -201,9 +201,17 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
     EXPECT_NE(dispatch.find("const char kProgram_opencl[] =\n"), std::string::npos);
     EXPECT_NE(dispatch.find("kiln::detail::DeviceCall call("), std::string::npos);
   }
-  EXPECT_EQ(error(opts("lib", {"cpu", "cuda-sm80"}, {spec})),
-            "kiln: error: target 'cuda-sm80': the CUDA library output is not built yet (kiln codegen --target "
-            "cuda-sm80 <spec> prints the kernels' CUDA C++)\n");
+  {  // a CUDA target's kernels are compiled by nvcc: one that is not there is named, and nothing is written
+    emit::GenOptions o = opts("lib", {"cpu", "cuda-sm80"}, {spec});
+    o.nvcc = "/nonexistent/nvcc";
+    EXPECT_EQ(error(o),
+              "kiln: error: target 'cuda-sm80': kiln gen compiles its kernels with the CUDA toolkit's nvcc, "
+              "and --nvcc /nonexistent/nvcc is not an executable\n");
+    o.emit = emit::Emit::Kernels;  // the kernel sources alone need no nvcc
+    emit::GenResult r = emit::generate(o);
+    ASSERT_TRUE(r.ok) << r.errors;
+    EXPECT_NE(file(r, "lib_d_cuda_sm80.cu").find("extern \"C\" __global__ void "), std::string::npos);
+  }
   EXPECT_EQ(error(opts("2lib", {"cpu"}, {spec})), "kiln: error: --name '2lib' is not a C identifier\n");
   EXPECT_EQ(error(opts("class", {"cpu"}, {spec})), "kiln: error: --name 'class' is not a C identifier\n");
   EXPECT_EQ(error(opts("lib", {"cpu"}, {spec + ".missing"})),

@@ -28,11 +28,11 @@ struct Variant {
 };
 
 // One call's work on ctx's GPU, as a generated device variant (below) spells it: the
-// call's buffers by number (uploaded from the host, or allocated), the kernels of `program` (the
-// OpenCL C the library embeds; built for the device at its first call through ctx and kept there)
-// launched in order, the outputs downloaded. The first failure is kept and every step after it
-// does nothing; finish() waits for the device and returns it. Calls through one Context take
-// turns on its device. A buffer of SIZE_MAX bytes (a count that overflowed) is refused.
+// call's buffers by number (uploaded from the host, or allocated), the kernels of `program` (what
+// the library embeds: OpenCL C, or a CUDA fatbin; built or loaded for the device at its first call
+// through ctx and kept there) launched in order, the outputs downloaded. The first failure is kept and every step after
+// it does nothing; finish() waits for the device and returns it. Calls through one Context take turns on its device. A
+// buffer of SIZE_MAX bytes (a count that overflowed) is refused.
 class DeviceCall {
  public:
   DeviceCall(const char* kernel, Context* ctx, const char* program, int32_t buffers) noexcept;
@@ -63,11 +63,13 @@ class DeviceCall {
   Status status_;
 };
 
-// A GPU variant: the kind of device it runs on (kiln::Device::Kind), the buckets its dims must be
-// in, and how it runs there (through a DeviceCall)
+// A GPU variant: the kind of device it runs on (kiln::Device::Kind) and, for CUDA, the compute
+// capability its kernels need (major * 10 + minor; 0 for none), the buckets its dims must be in,
+// and how it runs there (through a DeviceCall)
 struct DeviceVariant {
   const char* name;
   int32_t kind;
+  int32_t arch;
   const Guard* guards;
   int32_t guard_count;
   Status (*run)(void* const* args, const int32_t* memory, const int64_t* d, Context* ctx);  // memory: per argument
@@ -132,15 +134,25 @@ inline std::string explain(const char* kernel, const Variant* vs, int32_t n, con
   return s + "no variant holds (a kiln bug: the generic variant covers every shape in range)\n";
 }
 
+// the compute capability of ctx's CUDA device (major * 10 + minor), 0 for another device
+int32_t device_arch(const Context* ctx) noexcept;
+
+// whether variant v can run on ctx's device: its kind, and (CUDA) a capability at least v's
+inline bool runs_on(const DeviceVariant& v, const Context* ctx, int32_t arch) {
+  return v.kind == static_cast<int32_t>(ctx->device().kind()) && v.arch <= arch;
+}
+
 // A call through a GPU Context (ctx's device is not the CPU): refused as device_check() says where
-// its device cannot be reached or the library has no variant for its kind of device (`built_for`:
-// the library's GPU targets, "" for none); else the first of that kind whose guard holds runs.
+// its device cannot be reached or the library has no variant for it (`built_for`: the library's
+// GPU targets, "" for none); else the first for it whose guard holds runs.
 inline Status device_run(const char* kernel, const DeviceVariant* vs, int32_t n, const char* built_for,
                          void* const* args, const int32_t* memory, const int64_t* d, Context* ctx) {
-  if (ctx->status().ok())
+  if (ctx->status().ok()) {
+    const int32_t arch = device_arch(ctx);
     for (int32_t i = 0; i < n; ++i)
-      if (vs[i].kind == static_cast<int32_t>(ctx->device().kind()) && guards_hold(vs[i].guards, vs[i].guard_count, d))
+      if (runs_on(vs[i], ctx, arch) && guards_hold(vs[i].guards, vs[i].guard_count, d))
         return vs[i].run(args, memory, d, ctx);
+  }
   return device_check(kernel, ctx, built_for);
 }
 
@@ -150,8 +162,15 @@ inline std::string device_explain(const char* kernel, const DeviceVariant* vs, i
                                   const int64_t* d, const char* const* dim_names, const Context* ctx) {
   std::string s = std::string(kernel) + " on " + ctx->device().name() + " (" + ctx->device_name() + "):\n";
   bool any = false;
+  const int32_t arch = ctx->status().ok() ? device_arch(ctx) : 0;
   for (int32_t i = 0; i < n && ctx->status().ok(); ++i) {
     if (vs[i].kind != static_cast<int32_t>(ctx->device().kind())) continue;
+    if (!runs_on(vs[i], ctx, arch)) {
+      s += "  " + std::string(vs[i].name) + ": skipped, it needs compute capability " +
+           std::to_string(vs[i].arch / 10) + "." + std::to_string(vs[i].arch % 10) + " (this device has " +
+           std::to_string(arch / 10) + "." + std::to_string(arch % 10) + ")\n";
+      continue;
+    }
     any = true;
     std::string why = guard_failure(vs[i].guards, vs[i].guard_count, d, dim_names);
     s += "  " + std::string(vs[i].name) + ": " + (why.empty() ? "taken\n" : "skipped, " + why + "\n");

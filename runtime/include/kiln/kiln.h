@@ -381,7 +381,7 @@ class Context {
 #endif
 };
 
-// A buffer in the memory of a GPU context's device (OpenCL so far), so that a chain of kernels
+// A buffer in the memory of a GPU context's device (OpenCL or CUDA), so that a chain of kernels
 // runs without copies between its calls: made once, filled and read back when the application
 // says, and passed to the entry points as views (view()) alongside host views. A call with such a
 // view goes through a context on its device (the one it was made with; a CPU call refuses it),
@@ -411,7 +411,7 @@ class DeviceBuffer {
   template <class T> TensorView view(std::initializer_list<int64_t> shape) const noexcept {
     return view(dtype_of<T>(), shape);
   }
-  void* handle() const noexcept { return handle_; }  // the driver's (cl_mem); nullptr for none
+  void* handle() const noexcept { return handle_; }  // the driver's (cl_mem, CUdeviceptr); nullptr for none
 
  private:
   Status transfer(void* host, size_t bytes, size_t offset, bool to_device) const noexcept;

@@ -311,13 +311,22 @@ void bad_calls(kiln::Context* ctx) {
   std::printf("bad calls: statuses as expected\n");
 }
 
-// A context on a GPU the library has no kernels for (or whose driver this machine lacks): it says
-// why, a call through it is refused naming the kernel and runs nothing, and the CPU calls after it
-// run as before.
+void suite(kiln::Context* ctx, kiln::Context* solo, std::mt19937& rng);
+
+// A CUDA context. With its driver, and the library built with CUDA targets (KILN_CONSUMER_CUDA:
+// TARGETS ... cuda-sm80 cuda-sm90), the suite runs on it. Otherwise (no driver, as on CI's
+// machines, or no CUDA variants) it says why, a call through it is refused naming the kernel and
+// runs nothing, and the CPU calls after it run as before.
 void gpu_context(std::mt19937& rng) {
   kiln::Context gpu(kiln::Device::cuda(0));
   std::printf("CUDA context: %s\n",
               gpu.status().ok() ? ("found " + gpu.device_name()).c_str() : std::string(gpu.status().message()).c_str());
+#if KILN_CONSUMER_CUDA
+  if (gpu.status().ok()) {
+    suite(&gpu, &gpu, rng);
+    return;
+  }
+#endif
   std::vector<float> a = random_vector(8 * 8, rng), b = random_vector(8 * 8, rng), c = poisoned(8 * 8);
   kiln::Status st = nn::gemm(kiln::TensorView(a.data(), {8, 8}), kiln::TensorView(b.data(), {8, 8}),
                              kiln::TensorView(c.data(), {8, 8}), &gpu);

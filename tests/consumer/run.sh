@@ -44,6 +44,20 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda[.]so[.]1 '; then
     fail "a call through a CUDA context without the driver did not return the context's status"
 fi
 
+# with nvcc here the library has CUDA targets: their kernels are written as .cu, embedded in the
+# dispatch as nvcc's fatbins, and neither compiled by the project nor archived
+if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  cu="$(find "$work/build" -name 'nn_*_cuda_sm90.cu' | head -1)"
+  [[ -n "$cu" ]] || fail "no cuda-sm90 kernels were generated"
+  grep -q 'extern "C" __global__ void ' "$cu" || fail "$cu has no CUDA kernels"
+  grep -lq 'const char kProgram_cuda_sm80\[\] =' "$(dirname "$cu")"/nn_*_dispatch.cpp || fail "the dispatch embeds no cuda-sm80 fatbin"
+  ar t "$(find "$work/build" -name 'libnn.a' | head -1)" | grep -q 'cuda' && fail "the library archived a CUDA target's file"
+  echo "  CUDA targets: $(find "$work/build" -name 'nn_*_cuda_sm*.cu' | wc -l) kernel files, embedded as fatbins"
+  if ldconfig -p 2>/dev/null | grep -q 'libcuda[.]so[.]1 ' && grep -q "^CUDA context: found " "$work/app.log"; then
+    (($(grep -c " on cuda-sm[89]0, " "$work/app.log") >= 20)) || fail "the app's CUDA calls did not take CUDA variants"
+  fi
+fi
+
 # KILN_CPU_FEATURES keeps only the features it names: each x86 target's variants run here, and
 # are checked, whatever this CPU's best is; a list with an unknown name is reported and ignored
 echo "== the app with KILN_CPU_FEATURES=avx2, then none"
@@ -136,11 +150,11 @@ out="$(ninja -C "$work/build")"
 
 echo "== the kernel files are compiled optimized in every build mode, keeping the mode's debug info"
 kiln="$work/prefix/bin/kiln"
-# tests/consumer/CMakeLists.txt's TARGETS
+# tests/consumer/CMakeLists.txt's TARGETS, but the CUDA ones (${cuda_targets}: checked above)
 read -r -a consumer_targets <<<"$(python3 -c '
 import re, sys
 m = re.search(r"kiln_add_library\(nn SPECS nn.kiln TARGETS ([^)]*)\)", open(sys.argv[1]).read())
-print(" ".join(m.group(1).split()) if m else "")' "$here/CMakeLists.txt")"
+print(" ".join(t for t in m.group(1).split() if not t.startswith("$")) if m else "")' "$here/CMakeLists.txt")"
 [[ ${#consumer_targets[@]} -gt 0 ]] || fail "no TARGETS in tests/consumer/CMakeLists.txt"
 # what kiln writes for them (its table, kiln targets --json): "<symbol> <output> <flag,flag...> <arch>"
 target_rows="$("$kiln" targets --json | python3 -c '

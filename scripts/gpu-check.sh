@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build="${1:-build/dev}"
-ldconfig -p 2>/dev/null | grep -q 'libcuda[.]so[.]1 ' || { echo "gpu-check: no libcuda.so.1 here (no NVIDIA driver)" >&2; exit 1; }
+(($(ldconfig -p 2>/dev/null | grep -c 'libcuda[.]so[.]1 ' || true) > 0)) || { echo "gpu-check: no libcuda.so.1 here (no NVIDIA driver)" >&2; exit 1; }
 [[ -f "$build/CMakeCache.txt" ]] || cmake --preset dev
 cmake --build "$build" --target kiln kiln_cuda_tests
 KILN_CUDA_LIBRARY=libcuda.so.1 "$build/kiln_cuda_tests"

@@ -14,10 +14,17 @@ namespace kiln::emit::detail {
 
 namespace {
 
-// text as a C++ string literal, a line per literal
-std::string cxx_literal(const std::string& text) {
-  std::string s = "\"";
+// text as C++ string literals, one a piece of at most kPiece characters (a line per literal
+// within it): the pieces of a null-terminated array, since one literal of a long program would
+// pass what compilers promise to take (65536 characters in C++, 4095 in C; clang's -Wpedantic
+// warns), and OpenCL builds a program from such pieces as they are
+constexpr size_t kPiece = 4000;
+std::string cxx_pieces(const std::string& text) {
+  std::string s = "{\n    \"";
+  size_t piece = 0;
   for (char c : text) {
+    if (piece == kPiece) s += "\",\n    \"", piece = 0;
+    ++piece;
     if (c == '\\' || c == '"') s += '\\';
     if (c == '\n') {
       s += "\\n\"\n    \"";
@@ -25,24 +32,17 @@ std::string cxx_literal(const std::string& text) {
     }
     s += c;
   }
-  return s + "\"";
+  return s + "\",\n    nullptr}";
 }
 
-// bytes as a C++ string literal: letters and digits as they are, every other byte as a three-digit
-// octal escape (which nothing after it extends), 100 characters a line
-std::string bytes_literal(const std::string& bytes) {
-  std::string s = "\"", line;
-  static const char digits[] = "01234567";
-  for (unsigned char c : bytes) {
-    if (std::isalnum(c)) {
-      line += char(c);
-    } else {
-      line += '\\';
-      line += digits[c >> 6], line += digits[(c >> 3) & 7], line += digits[c & 7];
-    }
-    if (line.size() >= 100) s += line + "\"\n    \"", line.clear();
+// bytes as the initializer of an unsigned char array, in decimal, 24 a line
+std::string bytes_initializer(const std::string& bytes) {
+  std::string s = "{";
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    s += (i % 24 == 0 ? "\n    " : " ") + std::to_string(static_cast<unsigned char>(bytes[i]));
+    if (i + 1 < bytes.size()) s += ',';
   }
-  return s + line + "\"";
+  return s + "}";
 }
 
 }  // namespace
@@ -126,14 +126,16 @@ std::string Generator::device_programs(size_t fi) const {
     const Target& t = *targets_[ti];
     if (t.output == target::Output::OpenCL)
       s += "// the OpenCL C of " + kernel_file(fi, ti) +
-           ", built for the device at its first call through a context\n" + "const char kProgram_" + t.symbol +
-           "[] =\n    " + cxx_literal(kernels_gpu(fi, ti)) + ";\n\n";
+           " in pieces, built for the device at its first call through a context\n" + "const char* const kProgram_" +
+           t.symbol + "[] = " + cxx_pieces(kernels_gpu(fi, ti)) + ";\n\n";
     if (t.output != target::Output::Cuda) continue;
     auto it = fatbins_.find({fi, ti});
     if (it == fatbins_.end()) throw InternalError("kiln gen: no fatbin made for " + kernel_file(fi, ti));
     s += "// the fatbin nvcc made of " + kernel_file(fi, ti) + " (" + std::to_string(it->second.size()) +
          " bytes: a cubin for " + t.cuda_arch + " and its PTX), loaded at its first call through a context\n" +
-         "alignas(64) const char kProgram_" + t.symbol + "[] =\n    " + bytes_literal(it->second) + ";\n\n";
+         "alignas(64) const unsigned char kFatbin_" + t.symbol + "[] = " + bytes_initializer(it->second) + ";\n" +
+         "const char* const kProgram_" + t.symbol + "[] = {reinterpret_cast<const char*>(kFatbin_" + t.symbol +
+         "), nullptr};\n\n";
   }
   return s;
 }

@@ -97,12 +97,12 @@ class CudaDriver final : public Driver {
     cu_->DevicePrimaryCtxRelease(device_);
   }
 
-  Status load(const char* fatbin, void** module) override {
-    auto it = modules_.find(fatbin);
+  Status load(const char* const* program, void** module) override {
+    auto it = modules_.find(program);
     if (it != modules_.end()) return *module = it->second, Status();
     void* m = nullptr;
-    if (CuResult err = cu_->ModuleLoadData(&m, fatbin); err != 0) return error("cuModuleLoadData", err);
-    modules_.emplace(fatbin, m);
+    if (CuResult err = cu_->ModuleLoadData(&m, program[0]); err != 0) return error("cuModuleLoadData", err);
+    modules_.emplace(program, m);
     *module = m;
     return Status();
   }
@@ -193,10 +193,10 @@ class CudaDriver final : public Driver {
   }
 
   std::unique_ptr<CudaApi> cu_;
-  int device_;                            // CUdevice
-  void* context_;                         // its primary CUcontext
-  void* stream_;                          // CUstream: the Context's calls and copies, in order
-  std::map<const char*, void*> modules_;  // by the address of the fatbin the library embeds
+  int device_;                                   // CUdevice
+  void* context_;                                // its primary CUcontext
+  void* stream_;                                 // CUstream: the Context's calls and copies, in order
+  std::map<const char* const*, void*> modules_;  // by the address of the program the library embeds
   std::map<std::pair<void*, std::string>, void*> functions_;
   std::map<CuDevicePtr, size_t> allocations_;  // this driver's buffers and their bytes
 };

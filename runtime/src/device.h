@@ -39,9 +39,10 @@ namespace detail {
 class Driver {
  public:
   virtual ~Driver() = default;
-  // `program` (what the library embeds for the device's target) loaded for the device at its first
-  // use and kept, by address: an OpenCL program built from its source, a CUDA module from a fatbin
-  virtual Status load(const char* program, void** module) = 0;
+  // `program` (what the library embeds for the device's target: pieces ending in a null) loaded for
+  // the device at its first use and kept, by address: an OpenCL program built from its source's
+  // pieces, a CUDA module from a fatbin (the one piece)
+  virtual Status load(const char* const* program, void** module) = 0;
   // `bytes` (at least 1) of device memory, filled from `host` unless it is null
   virtual Status allocate(size_t bytes, const void* host, void** mem) = 0;
   virtual void release(void* mem) noexcept = 0;

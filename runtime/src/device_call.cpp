@@ -38,7 +38,7 @@ bool usable(DeviceCall::Impl* impl, const Status& st, int32_t buffer) {
 }  // namespace
 #endif
 
-DeviceCall::DeviceCall(const char* kernel, Context* ctx, const char* program, int32_t buffers) noexcept
+DeviceCall::DeviceCall(const char* kernel, Context* ctx, const char* const* program, int32_t buffers) noexcept
     : kernel_(kernel) {
 #if KILN_DEVICES
   if (!ctx->status().ok()) {

@@ -37,7 +37,7 @@ struct OpenClApi {
   cl_int (*GetDeviceInfo)(void*, cl_uint, size_t, void*, size_t*);
   void* (*CreateContext)(const intptr_t*, cl_uint, void* const*, void*, void*, cl_int*);
   void* (*CreateCommandQueue)(void*, void*, uint64_t, cl_int*);
-  void* (*CreateProgramWithSource)(void*, cl_uint, const char**, const size_t*, cl_int*);
+  void* (*CreateProgramWithSource)(void*, cl_uint, const char* const*, const size_t*, cl_int*);
   cl_int (*BuildProgram)(void*, cl_uint, void* const*, const char*, void*, void*);
   cl_int (*GetProgramBuildInfo)(void*, void*, cl_uint, size_t, void*, size_t*);
   void* (*CreateKernel)(void*, const char*, cl_int*);
@@ -91,12 +91,13 @@ class OpenClDriver final : public Driver {
     cl_->ReleaseContext(context_);
   }
 
-  Status load(const char* source, void** module) override {
+  Status load(const char* const* source, void** module) override {
     auto it = programs_.find(source);
     if (it != programs_.end()) return *module = it->second, Status();
     cl_int err = 0;
-    size_t length = std::strlen(source);
-    void* p = cl_->CreateProgramWithSource(context_, 1, &source, &length, &err);
+    cl_uint pieces = 0;
+    while (source[pieces] != nullptr) ++pieces;
+    void* p = cl_->CreateProgramWithSource(context_, pieces, source, nullptr, &err);  // each piece null-terminated
     if (p == nullptr) return cl_error("clCreateProgramWithSource", err);
     err = cl_->BuildProgram(p, 1, &device_, "-cl-std=CL1.2", nullptr, nullptr);
     if (err != 0) {
@@ -184,7 +185,7 @@ class OpenClDriver final : public Driver {
   void* queue_;    // cl_command_queue
   // the programs built for the device (by the address of the generated source: one per spec file
   // of a library) and their kernels
-  std::map<const char*, void*> programs_;
+  std::map<const char* const*, void*> programs_;
   std::map<std::pair<void*, std::string>, void*> kernels_;
 };
 

@@ -100,7 +100,7 @@ check "targets --json: opencl is a GPU target with grid limits" "opencl True [21
 "$kiln" gen --name x --out "$tmp/gen-ocl" --target cpu,opencl "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
 check "gen writes opencl" "0 " "$? $(cat "$tmp/err")"
 check "gen's .cl has the kernels of every variant" "yes yes" \
-  "$([ "$(grep -c '^__kernel void ' "$tmp/gen-ocl/x_ok_opencl.cl")" -ge "$(grep -c '^void .*_cpu(' "$tmp/gen-ocl/x_ok_cpu.c")" ] && echo yes) $(grep -q 'kProgram_opencl\[\] =' "$tmp/gen-ocl/x_ok_dispatch.cpp" && echo yes)"
+  "$([ "$(grep -c '^__kernel void ' "$tmp/gen-ocl/x_ok_opencl.cl")" -ge "$(grep -c '^void .*_cpu(' "$tmp/gen-ocl/x_ok_cpu.c")" ] && echo yes) $(grep -q 'const char\* const kProgram_opencl\[\] = {' "$tmp/gen-ocl/x_ok_dispatch.cpp" && echo yes)"
 "$kiln" tune --name x --target opencl --db "$tmp/ocl.tunedb" "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
 check "tune refuses opencl" "1 kiln: error: kiln tune times CPU targets; tuning opencl is not built yet" "$? $(cat "$tmp/err")"
 "$kiln" codegen --target opencl "$here/specs/ok.kiln" >"$tmp/k.cl" 2>"$tmp/err"
@@ -122,7 +122,7 @@ check "gen names the missing nvcc" "1 kiln: error: target 'cuda-sm90': kiln gen 
 if nvcc="$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)"; then
   "$kiln" gen --name x --out "$tmp/gen-cuda" --target cpu,cuda-sm90 --nvcc "$nvcc" "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
   check "gen cuda-sm90 with nvcc" "0 1 1" \
-    "$? $(ls "$tmp/gen-cuda" | grep -c '_cuda_sm90[.]cu$') $(grep -c 'const char kProgram_cuda_sm90\[\] =' "$tmp"/gen-cuda/*_dispatch.cpp | awk -F: '{ n += $NF } END { print (n > 0) }')"
+    "$? $(ls "$tmp/gen-cuda" | grep -c '_cuda_sm90[.]cu$') $(grep -c 'const unsigned char kFatbin_cuda_sm90\[\] = ' "$tmp"/gen-cuda/*_dispatch.cpp | awk -F: '{ n += $NF } END { print (n > 0) }')"
 fi
 "$kiln" codegen --target opencl "$here/specs/ok.kiln" --kernel gemm --dump-after "gpu dims" >"$tmp/out" 2>&1
 check "codegen --target opencl --dump-after 'gpu dims' shows the ids" "2" "$(grep -c 'SPECIAL:weakint idx[01] ' "$tmp/out")"

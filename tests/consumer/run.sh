@@ -52,7 +52,7 @@ if command -v nvcc >/dev/null 2>&1 || [[ -x /usr/local/cuda/bin/nvcc ]]; then
   cu="$(find "$work/build" -name 'nn_*_cuda_sm90.cu' | head -1)"
   [[ -n "$cu" ]] || fail "no cuda-sm90 kernels were generated"
   grep -q 'extern "C" __global__ void ' "$cu" || fail "$cu has no CUDA kernels"
-  grep -lq 'const char kProgram_cuda_sm80\[\] =' "$(dirname "$cu")"/nn_*_dispatch.cpp || fail "the dispatch embeds no cuda-sm80 fatbin"
+  grep -lq 'const unsigned char kFatbin_cuda_sm80\[\] = ' "$(dirname "$cu")"/nn_*_dispatch.cpp || fail "the dispatch embeds no cuda-sm80 fatbin"
   (($(ar t "$(find "$work/build" -name 'libnn.a' | head -1)" | grep -c 'cuda' || true) == 0)) || fail "the library archived a CUDA target's file"
   echo "  CUDA targets: $(find "$work/build" -name 'nn_*_cuda_sm*.cu' | wc -l) kernel files, embedded as fatbins"
   if ((cuda_driver > 0)) && grep -q "^CUDA context: found " "$work/app.log"; then

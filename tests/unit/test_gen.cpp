@@ -198,7 +198,7 @@ TEST_F(GenTest, UserErrorsAreReportedNotThrown) {
       if (name == "lib_d_dispatch.cpp") dispatch = text;
     }
     EXPECT_NE(cl.find("__kernel void "), std::string::npos);
-    EXPECT_NE(dispatch.find("const char kProgram_opencl[] =\n"), std::string::npos);
+    EXPECT_NE(dispatch.find("const char* const kProgram_opencl[] = {\n"), std::string::npos);
     EXPECT_NE(dispatch.find("kiln::detail::DeviceCall call("), std::string::npos);
   }
   {  // a CUDA target's kernels are compiled by nvcc: one that is not there is named, and nothing is written

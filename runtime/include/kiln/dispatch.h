@@ -27,15 +27,17 @@ struct Variant {
   size_t (*workspace)(const int64_t* d, int32_t cores);  // a call's bytes when `cores` share it
 };
 
-// One call's work on ctx's GPU, as a generated device variant (below) spells it: the
-// call's buffers by number (uploaded from the host, or allocated), the kernels of `program` (what
-// the library embeds: OpenCL C, or a CUDA fatbin; built or loaded for the device at its first call
-// through ctx and kept there) launched in order, the outputs downloaded. The first failure is kept and every step after
-// it does nothing; finish() waits for the device and returns it. Calls through one Context take turns on its device. A
-// buffer of SIZE_MAX bytes (a count that overflowed) is refused.
+// One call's work on ctx's GPU, as a generated device variant (below) spells it: the call's
+// buffers by number (uploaded from the host, or allocated), the kernels of `program` launched in
+// order, the outputs downloaded. `program` is what the library embeds, as pieces ending in a
+// null: the OpenCL C in pieces of a few KiB (no compiler's limit on a string literal refuses
+// them), or a CUDA fatbin as one piece; it is built or loaded for the device at its first call
+// through ctx and kept there. The first failure is kept and every step after it does nothing;
+// finish() waits for the device and returns it. Calls through one Context take turns on its
+// device. A buffer of SIZE_MAX bytes (a count that overflowed) is refused.
 class DeviceCall {
  public:
-  DeviceCall(const char* kernel, Context* ctx, const char* program, int32_t buffers) noexcept;
+  DeviceCall(const char* kernel, Context* ctx, const char* const* program, int32_t buffers) noexcept;
   ~DeviceCall();  // lets go of the call's device buffers
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;

@@ -18,6 +18,7 @@
 #include <numeric>
 
 #include "generator/codegen/passes.h"
+#include "generator/ir/text.h"
 #include "generator/symbolic/symbolic.h"
 
 namespace kiln::codegen {
@@ -103,13 +104,16 @@ std::vector<int64_t> split_dims(std::vector<int64_t> d, const std::vector<int64_
   return d;
 }
 
-const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& globals, const target::Target& t) {
+// The Global loops as ids named `prefix`<d>: "idx" (work items), or "gidx" (work groups, where the
+// kernel has local ids).
+const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& globals, const target::Target& t,
+                      const std::string& prefix) {
   Context& ctx = sink->ctx();
   std::vector<const UOp*> loops;  // innermost first
   for (auto it = globals.rbegin(); it != globals.rend(); ++it) loops.push_back(it->second);
   std::vector<const UOp*> ends;
   for (const UOp* r : loops) ends.push_back(r->src(0));
-  auto special = [&](size_t dim, Expr end) { return ctx.special(simplify(end), "idx" + std::to_string(dim)); };
+  auto special = [&](size_t dim, Expr end) { return ctx.special(simplify(end), prefix + std::to_string(dim)); };
   std::unordered_map<const UOp*, RangeReplacement> with;
   std::vector<std::vector<size_t>> groups = group_dims(ends, t.global_max);
   bool one_each = !groups.empty();  // every loop fits its dim as it is
@@ -169,21 +173,57 @@ const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& glob
 
 }  // namespace
 
+// A work group's ids: the GroupReduce range (GROUP's) becomes "lidx0", and a store to a global
+// buffer whose address does not depend on it is gated to the group's item 0 (every item computed
+// the same value: one writes it). The launch then counts groups (the "gidx" ids) of lidx0's size.
+const UOp* local_ids(const UOp* sink, const std::map<int32_t, const UOp*>& groups, const target::Target& t) {
+  if (groups.size() != 1) throw InternalError("gpu dims: more than one group range");
+  const UOp* g = groups.begin()->second;
+  const UOp* n = g->src(0);
+  if (n->op != Op::CONST || t.local_max.empty() || n->ival() > t.local_max[0] || n->ival() > t.local_max_total)
+    throw InternalError("gpu dims: a work group of " + print(n) + " items does not fit " + t.name + "'s");
+  Context& ctx = sink->ctx();
+  std::unordered_map<const UOp*, const UOp*> gated;
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::STORE || u->src(0)->op != Op::INDEX) continue;
+    const UOp* idx = u->src(0);
+    const UOp* buf = idx->src(0);
+    while (buf->op == Op::AFTER) buf = buf->src(0);
+    if (buf->dtype.addrspace != AddrSpace::Global) continue;
+    const std::vector<const UOp*> topo = toposort(idx);
+    if (std::find(topo.begin(), topo.end(), g) == topo.end()) gated[idx] = gate_index(idx, Expr(g) < 1);
+  }
+  sink = substitute(sink, gated);
+  for (const UOp* u : toposort(sink))  // g itself, under the new sink
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce) g = u;
+  return replace_ranges(sink, {{g, {ctx.special(n, "lidx0"), {}}}});
+}
+
 const UOp* add_gpudims(const UOp* sink, const target::Target& t) {
   // by axis: the same rows on every pass over them (a zeroing loop and its update loop)
-  std::map<int32_t, const UOp*> threads, globals;
+  std::map<int32_t, const UOp*> threads, globals, groups;
   for (const UOp* u : toposort(sink)) {
     if (u->op != Op::RANGE) continue;
     const RangeArg& a = u->arg<RangeArg>();
     if (a.type == AxisType::Thread) threads[a.axis] = u;
     if (a.type == AxisType::Global) globals[a.axis] = u;
+    if (a.type == AxisType::GroupReduce) groups[a.axis] = u;
   }
-  if (!globals.empty() && !t.gpu) throw InternalError("gpu dims: Global loops on " + t.name + ", not a GPU target");
+  if ((!globals.empty() || !groups.empty()) && !t.gpu)
+    throw InternalError("gpu dims: Global or group loops on " + t.name + ", not a GPU target");
   if (!threads.empty()) sink = share_thread_loops(sink, threads);
+  std::string prefix = "idx";
+  if (!groups.empty()) {
+    sink = local_ids(sink, groups, t);
+    prefix = "gidx";
+    for (auto& [axis, r] : globals)  // rebuilt under the new sink
+      for (const UOp* u : toposort(sink))
+        if (u->op == Op::RANGE && u->arg<RangeArg>().axis == axis && u->arg<RangeArg>().type == AxisType::Global) r = u;
+  }
   if (globals.empty()) return sink;
   // loops that do not fit the grid stay loops, outermost first, until the rest fits
   while (!globals.empty()) {
-    if (const UOp* s = global_ids(sink, globals, t)) return s;
+    if (const UOp* s = global_ids(sink, globals, t, prefix)) return s;
     const UOp* r = globals.begin()->second;
     RangeArg a = r->arg<RangeArg>();
     a.type = AxisType::Loop;

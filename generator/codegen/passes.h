@@ -24,6 +24,7 @@ const UOp* replace_ranges(const UOp* sink, const std::unordered_map<const UOp*, 
 
 struct ReduceContext {
   int32_t acc_num = 0;    // accumulators made so far (their BUFFER slot)
+  int32_t local_num = 0;  // local buffers made so far (a group's partial results)
   int32_t next_axis = 0;  // for the lane loops it clones: above every axis of the kernel
 };
 
@@ -44,6 +45,11 @@ const UOp* check_no_movement_ops(const UOp* sink);   // early movement ops
 const UOp* check_no_local_buffers(const UOp* sink);  // local buffers
 const UOp* check_gates(const UOp* sink);             // move gates
 const UOp* check_no_barriers(const UOp* sink);       // implicit barriers
+// On a GPU target (local_memory.cpp): "local buffers" checks that a kernel's local buffers fit the
+// target's local memory; "implicit barriers" puts a BARRIER between local stores and the reads
+// after them. Elsewhere they are check_no_local_buffers and check_no_barriers.
+const UOp* check_local_buffers(const UOp* sink, const target::Target& t);
+const UOp* add_barriers(const UOp* sink, const target::Target& t);
 // devectorize: no vector is wider than the target's vector registers (`vector_bytes`)
 const UOp* check_vector_widths(const UOp* sink, int vector_bytes);
 

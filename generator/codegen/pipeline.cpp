@@ -46,6 +46,27 @@ const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string
   return r;
 }
 
+// a database's opts for a GPU target: the output loops on the grid, then the opts, with the
+// target's local memory (GROUP); a reduction block is the CPU's
+const UOp* apply_tuned_gpu(const UOp* s, const TunedOpts& t, const target::Target& target,
+                           std::vector<std::string>* applied) {
+  if (t.reduce_block > 0) throw OptError("a reduction block is for CPU targets, not " + target.name);
+  s = mark_global_axes(s);
+  for (const Opt& o : t.opts) {
+    const bool group = o.kind == Opt::Kind::Group || o.kind == Opt::Kind::GroupTop;
+    // a group's items and partials (8 bytes each at most) within the target's work group
+    if (group && (target.local_max.empty() || o.amount > target.local_max[0] || o.amount > target.local_max_total ||
+                  o.amount > target.local_bytes / 8))
+      throw OptError(o.str() + ": a work group of " + std::to_string(o.amount) + " items does not fit " + target.name +
+                     "'s");
+    std::string why;
+    s = apply_opt(s, o, &why, target.local_bytes > 0);
+    if (!s) throw OptError(why);
+    if (applied) applied->push_back(o.str());
+  }
+  return s;
+}
+
 }  // namespace
 
 const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
@@ -61,9 +82,10 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   // after symbolic (the seeds run it before, with symbolic inside): it then matches one canonical form
   if (opts.optimize) s = st.rewrite(s, pm_load_collapse(), "load collapse");      // a one-hot sum: one load
   if (opts.optimize) s = st.rewrite(s, pm_simplify_ranges(), "simplify ranges");  // contiguous loops as one
-  if (opts.optimize && target.gpu && opts.tuned)
-    throw OptError("kiln tune's opts are for CPU targets, not " + target.name);
-  if (opts.optimize && target.gpu) s = mark_global_axes(s);  // one work item per output element
+  if (opts.optimize && target.gpu && opts.tuned) s = apply_tuned_gpu(s, *opts.tuned, target, opts.applied_opts);
+  if (opts.optimize && target.gpu && !opts.tuned)  // one work item per output element, or a group per long reduction
+    for (const Opt& o : gpu_optimizations(s, target))
+      if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts, opts.scratch);
   if (opts.optimize && !target.gpu && !opts.tuned)
     for (const Opt& o :
@@ -76,7 +98,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   reduces.next_axis = first_free_axis(s);
   // REDUCE -> accumulator registers; the copies of one tile share one loop over the reduction
   s = st.done(merge_reduce_ends(st.rewrite_only(s, pm_remove_reduces(), "remove reduces", &reduces)), "remove reduces");
-  s = st.done(check_no_local_buffers(s), "local buffers");  // none on the CPU
+  s = st.done(check_local_buffers(s, target), "local buffers");  // a GPU's fit its local memory; none on the CPU
   s = st.done(add_gpudims(s, target), "gpu dims");         // Thread loops: the core's share; Global ones: work-item ids
   s = st.rewrite(s, pm_split_ends(), "split ends");        // one loop per END, for the linearizer
   s = st.done(lower_index_dtype(s), "lower index dtype");  // int32 where every index value fits
@@ -86,7 +108,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   s = st.done(check_gates(s), "move gates");  // gates stay on the INDEX, where the renderer guards the access
   s = st.rewrite(s, pm_renderer_rules(target), "renderer rules");  // the renderer's division, where it agrees
   s = st.rewrite(s, pm_commit_weak(), "commit weak");              // literals take the dtype of their op
-  s = st.done(check_no_barriers(s), "implicit barriers");          // no local memory, so none
+  s = st.done(add_barriers(s, target), "implicit barriers");       // local stores before the reads; none on the CPU
   // on the final graph (after decompositions and commit weak): what it qualifies is what renderers get
   s = st.done(vectorize_lanes(s, target.vector_bytes), "vectorize");        // Lane loops as the target's vectors
   s = st.done(check_vector_widths(s, target.vector_bytes), "devectorize");  // none wider than its registers

@@ -31,7 +31,8 @@ struct PipelineOptions {
   // CKernel::bounds, for the caller to report (kiln gen and codegen warn: the prover does not know
   // every index form yet, and a valid spec must not be refused for that)
   bool require_proven_bounds = true;
-  // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice
+  // with optimize: these opts (kiln tune's, from its database) instead of the heuristics' choice;
+  // on a GPU target after the output loops are put on the grid, with its local memory for GROUP
   std::optional<TunedOpts> tuned;
   // with optimize: a kernel may take a scratch buffer (CKernel::scratch_slot) that the caller lays
   // out, .cores regions of CKernel::scratch_bytes each (kiln gen's dispatch and kiln tune's harness

@@ -63,11 +63,43 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
   return ctx.make(Op::LOAD, r->dtype, {out_at});
 }
 
+// A reduction over a GroupReduce range g (GROUP's, one per work item of a work group), as
+// tinygrad's fix_group_for_reduce makes it: each work item reduces the rest of the ranges into a
+// partial, stores it in a local buffer at g, and every work item then reduces the buffer (the
+// barrier between the two is the stage "implicit barriers"'s; gpu dims lets one item store):
+//   temp = BUFFER:T*local(n);  END(STORE(INDEX(temp, g), REDUCE(x, rest...)), g)
+//   REDUCE(LOAD(INDEX(AFTER(temp, that), k)), k)   (k: a new Reduce range of n)
+const UOp* group_to_local(const UOp* r, ReduceContext& rc, const UOp* g) {
+  Context& ctx = r->ctx();
+  std::vector<const UOp*> rest{r->src(0)};
+  for (const UOp* x : r->src().subspan(1))
+    if (x != g) {
+      if (x->op == Op::RANGE && x->arg<RangeArg>().type == AxisType::GroupReduce)
+        throw InternalError("remove reduces: a reduction over two group ranges");
+      rest.push_back(x);
+    }
+  if (g->src(0)->op != Op::CONST) throw InternalError("remove reduces: a group range of symbolic size");
+  const int64_t n = g->src(0)->ival();
+  const UOp* partial = rest.size() == 1 ? r->src(0) : r->with_src(rest);
+  const UOp* temp =
+      ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Local), {ctx.cint(n)}, ParamArg{rc.local_num++, n, {}});
+  const UOp* stored =
+      ctx.make(Op::END, dtypes::void_,
+               {ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::INDEX, r->dtype, {temp, g}), partial}), g});
+  const UOp* k = ctx.make(Op::RANGE, g->dtype, {g->src(0)}, RangeArg{rc.next_axis++, AxisType::Reduce, -1});
+  const UOp* item = ctx.make(Op::LOAD, r->dtype,
+                             {ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, temp->dtype, {temp, stored}), k})});
+  const UOp* const final_src[] = {item, k};
+  return r->with_src(final_src);
+}
+
 const UOp* reduce_to_acc(const Match& m, void* vctx) {
   const UOp* r = m.root;
   if (r->nsrc() < 2) return nullptr;
   auto& rc = *static_cast<ReduceContext*>(vctx);
   Context& ctx = r->ctx();
+  for (const UOp* x : r->src().subspan(1))
+    if (x->op == Op::RANGE && x->arg<RangeArg>().type == AxisType::GroupReduce) return group_to_local(r, rc, x);
   Op op = r->arg<ReduceArg>().op;
   auto ranges = r->src().subspan(1);
   // the ranges the value lives in besides its own: the accumulator is reset once per point of them

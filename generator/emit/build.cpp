@@ -284,6 +284,7 @@ bool Generator::build_variants(SpecFile& f, const frontend::Kernel& k, KernelInf
         code.scratch_bytes = ck.scratch_bytes;
         code.linear = std::move(ck.linear);
         code.global_size = ck.global_size;
+        code.local_size = ck.local_size;
         code.buffer_args = ck.buffer_args;
         c.code.push_back(std::move(code));
       }

@@ -176,6 +176,13 @@ std::string Generator::device_dispatch(const KernelInfo& k) const {
           s += std::string(g ? ", " : "") +
                (code.global_size[g] ? expr_text(code.global_size[g], f.dims, Style::Checked) : "1LL");
         s += "};\n";
+        if (code.local_size[0]) {  // its work groups' size: constants
+          s += "  const int64_t local" + std::to_string(i) + "[] = {";
+          for (size_t g = 0; g < 3; ++g)
+            s += std::string(g ? ", " : "") +
+                 (code.local_size[g] ? expr_text(code.local_size[g], f.dims, Style::Checked) : "1LL");
+          s += "};\n";
+        }
       }
       s += "  if (c.overflow()) return kiln::detail::workspace_overflow(" + kq + ");\n";
       s += "  kiln::detail::DeviceCall call(" + kq + ", ctx, kProgram_" + t->symbol + ", " +
@@ -199,7 +206,7 @@ std::string Generator::device_dispatch(const KernelInfo& k) const {
         const std::string n = std::to_string(i);
         s += "  {\n    const int32_t bufs[] = {" + slots[i] + "};\n    call.launch(\"" + fn_name(v.kernels[i], *t) +
              "\", bufs, " + std::to_string(v.kernels[i].code[ti].buffer_args) + ", d, " + nvars + ", global" + n +
-             ");\n  }\n";
+             (v.kernels[i].code[ti].local_size[0] ? ", local" + n : std::string()) + ");\n  }\n";
       }
       for (size_t b = 0; b < bufs.size(); ++b)
         if (bufs[b].kind == schedule::Buffer::Kind::Output) {

@@ -64,8 +64,9 @@ struct Compiled {
     int32_t scratch_slot = -1;
     int64_t scratch_stride = 0;
     const UOp* scratch_bytes = nullptr;
-    // a GPU kernel's launch (codegen::CKernel): work items per dim (null: 1), and its buffers
-    std::array<const UOp*, 3> global_size{};
+    // a GPU kernel's launch (codegen::CKernel): work items per dim (null: 1), or work groups where
+    // it has local ids, of local_size items each (null everywhere: none); and its buffers
+    std::array<const UOp*, 3> global_size{}, local_size{};
     int32_t buffer_args = 0;
   };
   std::vector<ForTarget> code;

@@ -321,8 +321,14 @@ class CRenderer {
         cat(line_at(u), "const ", t, ' ', n, " = (", t, ')', fn, n.back(), ");\n");
         return set_expr(u, n);
       }
-      case Op::BUFFER: {  // an accumulator register (of vectors, where the elements are)
+      case Op::BUFFER: {  // an accumulator register (of vectors, where the elements are), or local memory
         const auto& pa = u->arg<ParamArg>();
+        if (d.addrspace == AddrSpace::Local) {
+          if (!gpu_dialect(d_)) throw InternalError("render C: local memory needs a GPU target");
+          cat(line_at(u), d_ == Dialect::Cuda ? "__shared__ " : "__local ", type_of(d.elem()), " temp", pa.slot, '[',
+              pa.size, "];\n");
+          return set_expr(u, "temp", pa.slot);
+        }
         if (pa.size > 1 || d.elem().count > 1)
           cat(line_at(u), type_of(d.elem()), " acc", pa.slot, '[', pa.size, "];\n");
         else
@@ -340,6 +346,9 @@ class CRenderer {
       }
       case Op::END:
         return put(line_at(u), "}\n");
+      case Op::BARRIER:  // the work group's local stores before its reads
+        if (!gpu_dialect(d_)) throw InternalError("render C: a barrier needs a GPU target");
+        return put(line_at(u), d_ == Dialect::Cuda ? "__syncthreads();\n" : "barrier(CLK_LOCAL_MEM_FENCE);\n");
       case Op::AFTER:
       case Op::GROUP:
       case Op::INDEX:

@@ -277,11 +277,15 @@ static bool write_file(const std::string& path, const std::string& text) {
 
 // a GPU kernel's launch sizes as a comment above it (C: nothing)
 static std::string launch_comment(const kiln::codegen::CKernel& c) {
+  auto sizes = [](const std::array<const kiln::UOp*, 3>& z) {
+    std::string s;
+    for (size_t d = 0; d < 3; ++d) s += (d ? ", " : "") + (z[d] ? kiln::codegen::index_text(z[d]) : std::string("1"));
+    return s;
+  };
+  if (c.local_size[0])
+    return "/* launch: work groups (" + sizes(c.global_size) + ") of (" + sizes(c.local_size) + ") */\n";
   if (!c.global_size[0]) return "";
-  std::string s = "/* launch: global size (";
-  for (size_t d = 0; d < 3; ++d)
-    s += (d ? ", " : "") + (c.global_size[d] ? kiln::codegen::index_text(c.global_size[d]) : std::string("1"));
-  return s + "), local size: not fixed by the kernel */\n";
+  return "/* launch: global size (" + sizes(c.global_size) + "), local size: not fixed by the kernel */\n";
 }
 
 // `kiln codegen`: the C of every scheduled kernel, with the IR after the requested stages first.

@@ -133,7 +133,7 @@ class CudaDriver final : public Driver {
   }
 
   Status launch(void* module, const char* function, void* const* mems, int32_t count, const int64_t* vars,
-                int32_t nvars, const int64_t* global) override {
+                int32_t nvars, const int64_t* global, const int64_t* local) override {
     auto key = std::make_pair(module, std::string(function));
     auto it = functions_.find(key);
     if (it == functions_.end()) {
@@ -151,8 +151,13 @@ class CudaDriver final : public Driver {
     }
     for (int32_t i = 0; i < nvars; ++i) params.push_back(const_cast<int64_t*>(&vars[i]));
     unsigned block[3], grid[3];
-    block_of(global, block);
-    for (int i = 0; i < 3; ++i) grid[i] = static_cast<unsigned>((global[i] + block[i] - 1) / block[i]);
+    if (local != nullptr) {  // the kernel's own work groups: a block each
+      for (int i = 0; i < 3; ++i)
+        block[i] = static_cast<unsigned>(local[i]), grid[i] = static_cast<unsigned>(global[i]);
+    } else {
+      block_of(global, block);
+      for (int i = 0; i < 3; ++i) grid[i] = static_cast<unsigned>((global[i] + block[i] - 1) / block[i]);
+    }
     CuResult err = cu_->LaunchKernel(it->second, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream_,
                                      params.data(), nullptr);
     return err == 0 ? Status() : error("cuLaunchKernel", err);

@@ -50,9 +50,10 @@ class Driver {
   // ("its data is not a device buffer", "a device buffer of another context: ...")
   virtual Status size_of(void* mem, size_t* bytes) = 0;
   // module's `function` over global[0] x global[1] x global[2] work items (each at least 1), taking
-  // `count` buffers, then `nvars` dims as 64-bit integers
+  // `count` buffers, then `nvars` dims as 64-bit integers; with `local` (each at least 1), over
+  // global[0] x global[1] x global[2] work groups of local[0] x local[1] x local[2] items
   virtual Status launch(void* module, const char* function, void* const* mems, int32_t count, const int64_t* vars,
-                        int32_t nvars, const int64_t* global) = 0;
+                        int32_t nvars, const int64_t* global, const int64_t* local) = 0;
   // copies between the host and a buffer, from byte `offset` of it; they wait for the device
   virtual Status read(void* mem, size_t offset, void* host, size_t bytes) = 0;
   virtual Status write(void* mem, size_t offset, const void* host, size_t bytes) = 0;

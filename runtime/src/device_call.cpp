@@ -140,7 +140,7 @@ void DeviceCall::make(int32_t buffer, const void* host, size_t bytes) noexcept {
 }
 
 void DeviceCall::launch(const char* function, const int32_t* buffers, int32_t count, const int64_t* vars, int32_t nvars,
-                        const int64_t* global) noexcept {
+                        const int64_t* global, const int64_t* local) noexcept {
 #if KILN_DEVICES
   if (!status_.ok() || impl_ == nullptr) return;
   for (int i = 0; i < 3; ++i)
@@ -154,12 +154,13 @@ void DeviceCall::launch(const char* function, const int32_t* buffers, int32_t co
       }
       mems[static_cast<size_t>(i)] = impl_->mems[static_cast<size_t>(buffers[i])];
     }
-    if (Status s = impl_->st->ops->launch(impl_->module, function, mems.data(), count, vars, nvars, global); !s.ok())
+    if (Status s = impl_->st->ops->launch(impl_->module, function, mems.data(), count, vars, nvars, global, local);
+        !s.ok())
       status_ = failure(kernel_, ctx_, s);
   }
   KILN_CATCH_ALL { status_ = Status(StatusCode::ResourceExhausted, "out of host memory for a device call"); }
 #else
-  (void)function, (void)buffers, (void)count, (void)vars, (void)nvars, (void)global;
+  (void)function, (void)buffers, (void)count, (void)vars, (void)nvars, (void)global, (void)local;
 #endif
 }
 

@@ -139,7 +139,7 @@ class OpenClDriver final : public Driver {
   }
 
   Status launch(void* module, const char* function, void* const* mems, int32_t count, const int64_t* vars,
-                int32_t nvars, const int64_t* global) override {
+                int32_t nvars, const int64_t* global, const int64_t* local) override {
     auto key = std::make_pair(module, std::string(function));
     auto it = kernels_.find(key);
     if (it == kernels_.end()) {
@@ -156,9 +156,13 @@ class OpenClDriver final : public Driver {
     for (int32_t i = 0; i < nvars; ++i)
       if (cl_int err = cl_->SetKernelArg(k, arg++, sizeof vars[i], &vars[i]); err != 0)
         return cl_error("clSetKernelArg", err);
-    size_t g[3];
-    for (int i = 0; i < 3; ++i) g[i] = static_cast<size_t>(global[i]);
-    if (cl_int err = cl_->EnqueueNDRangeKernel(queue_, k, 3, nullptr, g, nullptr, 0, nullptr, nullptr); err != 0)
+    // OpenCL counts work items: with work groups, the groups times their size
+    size_t g[3], l[3];
+    for (int i = 0; i < 3; ++i)
+      g[i] = static_cast<size_t>(global[i]) * (local ? static_cast<size_t>(local[i]) : 1),
+      l[i] = local ? static_cast<size_t>(local[i]) : 0;
+    if (cl_int err = cl_->EnqueueNDRangeKernel(queue_, k, 3, nullptr, g, local ? l : nullptr, 0, nullptr, nullptr);
+        err != 0)
       return cl_error("clEnqueueNDRangeKernel", err);
     return Status();
   }

@@ -32,6 +32,11 @@ if ((${#opencl[@]})); then
   grep -q "^OpenCL context: found " "$work/app.log" || fail "the app found no OpenCL device"
   (($(grep -c " on opencl, " "$work/app.log") >= 20)) || fail "the app's OpenCL calls did not take OpenCL variants"
 fi
+# gemm at M = 1 is a long reduction of few outputs: its OpenCL variant shares each over a work group
+cl="$(find "$work/build" -name 'nn_*_opencl.cl' | head -1)"
+[[ -n "$cl" ]] || fail "no OpenCL kernels were generated"
+grep -q '__local float temp0\[' "$cl" && grep -q 'barrier(CLK_LOCAL_MEM_FENCE);' "$cl" ||
+  fail "$cl has no grouped reduction (local memory and a barrier)"
 
 # a CUDA context on this machine: without the driver (as on CI's machines) it says so, and the
 # app's CPU calls after it still run; with a driver, the call through it is refused all the same

@@ -3,18 +3,22 @@
 // checks a real driver makes that a caller can get wrong (a current context for every call, known
 // allocations and ranges, block and grid limits, a fatbin's magic). A kernel runs as the host
 // build of the library's CUDA C++ (tests/gen/cuda_on_host.py writes it; KILN_FAKE_CUDA_KERNELS
-// names the shared library): kiln_host_<function>(params) once per thread of every block, one at
-// a time, each thread's ids set first. That is right for kernels without shared memory or
-// barriers, which are all kiln makes so far. One device, named "kiln fake CUDA device", of compute
+// names the shared library): kiln_host_<function>(params) once per thread of every block, each
+// thread's ids set first: one thread at a time, or, for a kernel with a barrier (its
+// kiln_host_syncs_<function>), a block's threads side by side on host threads that meet at each
+// __syncthreads (std::barrier), one block after another (its __shared__ memory is one static copy,
+// so launches take turns). One device, named "kiln fake CUDA device", of compute
 // capability KILN_FAKE_CUDA_ARCH (major * 10 + minor; default 90).
 #include <dlfcn.h>
 
+#include <barrier>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -26,7 +30,10 @@ constexpr CuResult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kNotInitia
 
 struct Function {
   void (*call)(void**);
+  bool syncs;  // the kernel has a barrier
 };
+
+using SetIds = void (*)(const unsigned*, const unsigned*, const unsigned*, void (*)(void*), void*);
 
 struct State {
   std::mutex lock;
@@ -37,8 +44,10 @@ struct State {
   std::map<std::string, Function> functions;
   std::vector<void*> streams;
   void* kernels = nullptr;  // the host kernels' library
-  void (*set_ids)(const unsigned*, const unsigned*, const unsigned*) = nullptr;
+  SetIds set_ids = nullptr;
+  std::mutex launch;  // one launch at a time: a kernel's shared memory is one copy
   long launches = 0;
+  long synced_launches = 0;  // of kernels with a barrier
 };
 
 State& state() {
@@ -177,15 +186,15 @@ CuResult cuModuleGetFunction(void** function, void* module, const char* name) {
   if (s.kernels == nullptr) {
     const char* path = std::getenv("KILN_FAKE_CUDA_KERNELS");
     if (path == nullptr || (s.kernels = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == nullptr) return kNotFound;
-    s.set_ids = reinterpret_cast<void (*)(const unsigned*, const unsigned*, const unsigned*)>(
-        dlsym(s.kernels, "kiln_host_set_ids"));
+    s.set_ids = reinterpret_cast<SetIds>(dlsym(s.kernels, "kiln_host_set_ids"));
     if (s.set_ids == nullptr) return kNotFound;
   }
   auto it = s.functions.find(name);
   if (it == s.functions.end()) {
     void* f = dlsym(s.kernels, ("kiln_host_" + std::string(name)).c_str());
     if (f == nullptr) return kNotFound;
-    it = s.functions.emplace(name, Function{reinterpret_cast<void (*)(void**)>(f)}).first;
+    const bool syncs = dlsym(s.kernels, ("kiln_host_syncs_" + std::string(name)).c_str()) != nullptr;
+    it = s.functions.emplace(name, Function{reinterpret_cast<void (*)(void**)>(f), syncs}).first;
   }
   *function = &it->second;
   return kSuccess;
@@ -246,18 +255,40 @@ CuResult cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, u
   State& s = state();
   const Function& f = *static_cast<const Function*>(function);
   const unsigned dim[3] = {bx, by, bz};
-  for (unsigned z = 0; z < gz; ++z)
-    for (unsigned y = 0; y < gy; ++y)
-      for (unsigned x = 0; x < gx; ++x)
-        for (unsigned tz = 0; tz < bz; ++tz)
-          for (unsigned ty = 0; ty < by; ++ty)
-            for (unsigned tx = 0; tx < bx; ++tx) {
-              const unsigned block[3] = {x, y, z}, thread[3] = {tx, ty, tz};
-              s.set_ids(block, thread, dim);
+  std::lock_guard<std::mutex> one(s.launch);
+  if (!f.syncs) {
+    for (unsigned z = 0; z < gz; ++z)
+      for (unsigned y = 0; y < gy; ++y)
+        for (unsigned x = 0; x < gx; ++x)
+          for (unsigned tz = 0; tz < bz; ++tz)
+            for (unsigned ty = 0; ty < by; ++ty)
+              for (unsigned tx = 0; tx < bx; ++tx) {
+                const unsigned block[3] = {x, y, z}, thread[3] = {tx, ty, tz};
+                s.set_ids(block, thread, dim, nullptr, nullptr);
+                f.call(params);
+              }
+  } else {
+    const unsigned n = bx * by * bz;
+    std::barrier<> sync(static_cast<std::ptrdiff_t>(n));
+    auto arrive = [](void* b) { static_cast<std::barrier<>*>(b)->arrive_and_wait(); };
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < n; ++t)
+      threads.emplace_back([&, t] {
+        const unsigned thread[3] = {t % bx, t / bx % by, t / (bx * by)};
+        for (unsigned z = 0; z < gz; ++z)
+          for (unsigned y = 0; y < gy; ++y)
+            for (unsigned x = 0; x < gx; ++x) {
+              const unsigned block[3] = {x, y, z};
+              s.set_ids(block, thread, dim, arrive, &sync);
               f.call(params);
+              sync.arrive_and_wait();  // the block's end: the next one's shared memory is free
             }
+      });
+    for (std::thread& t : threads) t.join();
+  }
   std::lock_guard<std::mutex> g(s.lock);
   ++s.launches;
+  s.synced_launches += f.syncs;
   return kSuccess;
 }
 
@@ -285,6 +316,13 @@ void kiln_fake_cuda_counts(long* allocations, long* modules, long* streams, long
   std::lock_guard<std::mutex> g(s.lock);
   *allocations = long(s.memory.size()), *modules = long(s.modules.size()), *streams = long(s.streams.size());
   *retained = s.retained, *launches = s.launches;
+}
+
+// the launches of kernels with a barrier (a block's threads run side by side)
+long kiln_fake_cuda_synced_launches() {
+  State& s = state();
+  std::lock_guard<std::mutex> g(s.lock);
+  return s.synced_launches;
 }
 
 }  // extern "C"

@@ -22,6 +22,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -246,8 +247,15 @@ TEST_F(Gpu, EveryOtherKernelMatchesTheReference) {
     ASSERT_TRUE(lib::huge(kiln::TensorView(hx.data(), {r, 1024}), kiln::TensorView(hy.data(), {r, 1024}), gpu()).ok());
     for (size_t i = 0; i < hx.size(); ++i) ASSERT_EQ(hy[i], hx[i] * 2.0);
   }
-  for (int64_t p : {100, 257}) {  // deep: a long reduction (packed on the CPU, plain here)
-    const int64_t m = 17, n = 64;
+  // deep: a long reduction (packed on the CPU); at M = 1 few outputs, each reduction shared by a
+  // work group (GROUP: local memory and a barrier; the fake CUDA driver runs the block's threads
+  // side by side), P padded to the group's multiple where it is not one
+  for (auto [m, p, n] : {std::tuple<int64_t, int64_t, int64_t>{17, 100, 64},
+                         {17, 257, 64},
+                         {1, 100, 64},
+                         {1, 257, 77},
+                         {1, 300, 200},
+                         {1, 128, 1}}) {
     std::vector<float> a = inputs<float>(size_t(m * p), 13), b = inputs<float>(size_t(p * n), 14);
     std::vector<float> c(size_t(m * n), kNaN);
     ASSERT_TRUE(lib::deep(kiln::TensorView(a.data(), {m, p}), kiln::TensorView(b.data(), {p, n}),
@@ -503,6 +511,29 @@ TEST(CudaDevices, CallsAndContextsLeaveNothingBehind) {
   EXPECT_EQ(modules, 0);
   EXPECT_EQ(streams, 0);
   EXPECT_EQ(retained, 0);
+}
+
+// A grouped reduction (deep at M = 1: few outputs, each a reduction of P shared by a block) runs
+// on the fake driver with its block's threads side by side, meeting at the barrier, and matches.
+TEST(CudaDevices, AGroupedReductionRunsItsBlocksThreadsSideBySide) {
+  if (!on_fake_driver()) GTEST_SKIP() << "counts the fake driver's launches";
+  void* fake = dlopen(KILN_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  if (fake == nullptr) fake = dlopen(KILN_FAKE_CUDA, RTLD_NOW);
+  ASSERT_NE(fake, nullptr) << dlerror();
+  auto synced = reinterpret_cast<long (*)()>(dlsym(fake, "kiln_fake_cuda_synced_launches"));
+  ASSERT_NE(synced, nullptr);
+  kiln::Context ctx(kDevice, 1);
+  ASSERT_TRUE(ctx.status().ok()) << ctx.status().message();
+  const int64_t p = 299, n = 5;
+  std::vector<float> a = inputs<float>(size_t(p), 27), b = inputs<float>(size_t(p * n), 28), c(size_t(n), kNaN);
+  const long before = synced();
+  ASSERT_TRUE(lib::deep(kiln::TensorView(a.data(), {1, p}), kiln::TensorView(b.data(), {p, n}),
+                        kiln::TensorView(c.data(), {1, n}), &ctx)
+                  .ok());
+  EXPECT_EQ(synced() - before, 1);
+  std::vector<double> want, scale;
+  matmul(a, b, 1, p, n, want, scale);
+  expect_close(c, want, scale, 1e-6, "deep at M = 1");
 }
 
 // Without the driver a CUDA context says so, and the same library's CPU calls still work.

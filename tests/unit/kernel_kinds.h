@@ -3,6 +3,8 @@
 // function over a test fixture with input(), ins, ctx and expect_matches(outs, bindings).
 #pragma once
 
+#include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -37,6 +39,28 @@ template <class F> void reductions_over_each_axis(F& f) {
   for (int axis = 0; axis < 3; ++axis)
     f.expect_matches({x.sum({axis}), x.max({axis}, true), x.min({axis}), x.mean({axis}), x.prod({axis})});
   f.expect_matches({x.sum(), x.argmax(1), x.sum({0, 2})});
+}
+
+// long reductions of few outputs (a GPU target shares each over a work group, padded to its
+// multiple): rows of a symbolic length about the group's multiples, a matrix-vector product, a
+// column sum (the reduction strided) and an integer sum
+template <class F> void long_reductions_of_few_outputs(F& f) {
+  const UOp* n = f.ctx.var("N", 1, 5000);
+  Tensor x = f.input("x", {4, n}), v = f.input("v", {n});
+  const std::vector<std::map<std::string, int64_t>> lengths = {{{"N", 1}},   {{"N", 127}},  {{"N", 128}},
+                                                               {{"N", 129}}, {{"N", 1000}}, {{"N", 4999}}};
+  f.expect_matches({x.sum({1})}, lengths);
+  f.expect_matches({x.max({1})}, lengths);
+  f.expect_matches({(x * v).mean({1})}, lengths);
+  f.ins.clear();
+  Tensor a = f.input("a", {16, 4096}), y = f.input("y", {4096});
+  f.expect_matches({a.matmul(y)});
+  f.ins.clear();
+  Tensor c = f.input("c", {300, 16});
+  f.expect_matches({c.sum({0})});
+  f.ins.clear();
+  Tensor i = f.input("i", {3, 1000}, dtypes::int32);
+  f.expect_matches({i.sum({1})});
 }
 
 template <class F> void softmax_layernorm_at_symbolic_bounds(F& f) {

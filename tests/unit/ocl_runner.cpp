@@ -126,7 +126,7 @@ Program::~Program() {
 }
 
 void Program::run(const std::string& name, std::span<interp::Buf* const> bufs, const std::vector<int64_t>& vars,
-                  const std::vector<int64_t>& global) const {
+                  const std::vector<int64_t>& global, const std::vector<int64_t>& local) const {
   Device::Impl& d = dev_->impl();
   cl_int rc = CL_SUCCESS;
   cl_kernel k = d.clCreateKernel(static_cast<cl_program>(program_), name.c_str(), &rc);
@@ -151,11 +151,14 @@ void Program::run(const std::string& name, std::span<interp::Buf* const> bufs, c
       cl_long x = v;
       check(d.clSetKernelArg(k, arg++, sizeof x, &x), "clSetKernelArg (var)");
     }
-    std::vector<size_t> g(global.begin(), global.end());
+    std::vector<size_t> g(global.begin(), global.end()), l(local.begin(), local.end());
+    if (!l.empty() && l.size() != g.size()) throw Error("run: a local size per global dim");
+    for (size_t i = 0; i < l.size(); ++i) g[i] *= l[i];  // OpenCL counts work items
     bool empty = false;
     for (size_t x : g) empty |= x == 0;
     if (!empty) {
-      check(d.clEnqueueNDRangeKernel(d.queue, k, cl_uint(g.size()), nullptr, g.data(), nullptr, 0, nullptr, nullptr),
+      check(d.clEnqueueNDRangeKernel(d.queue, k, cl_uint(g.size()), nullptr, g.data(), l.empty() ? nullptr : l.data(),
+                                     0, nullptr, nullptr),
             ("clEnqueueNDRangeKernel " + name).c_str());
     }
     for (size_t i = 0; i < bufs.size(); ++i)
@@ -180,16 +183,22 @@ std::vector<interp::Output> run_schedule(const schedule::Schedule& s, const std:
   interp::RunOptions opts;
   opts.check_workspace_overlap = false;
   return interp::run_schedule(s, vars, inputs, opts, [&](size_t k, std::span<interp::Buf* const> params) {
-    std::vector<int64_t> global;  // up to the last dim with an id (none: one work item does it all)
-    for (size_t i = 0; i < 3; ++i)
+    std::vector<int64_t> global, local;  // up to the last dim with an id (none: one work item does it all)
+    for (size_t i = 0; i < 3; ++i) {
       if (const UOp* g = compiled[k].global_size[i]) {
         global.resize(i + 1, 1);
         global[i] = interp::eval_dim(g, vars);
       }
+      if (const UOp* l = compiled[k].local_size[i]) {
+        local.resize(i + 1, 1);
+        local[i] = interp::eval_dim(l, vars);
+      }
+    }
     if (global.empty()) global.push_back(1);
+    if (!local.empty()) global.resize(std::max(global.size(), local.size()), 1), local.resize(global.size(), 1);
     // the kernel takes the slots up to the last it uses (render/c.h)
     prog.run(compiled[k].name, params.first(std::min(params.size(), size_t(compiled[k].buffer_args))), var_values,
-             global);
+             global, local);
   });
 }
 

@@ -52,9 +52,10 @@ class Program {
   ~Program();
 
   // Runs kernel `name` once over `global` work items (dim 0 first) with `bufs` by PARAM slot and
-  // the vars' values; the buffers' bytes are copied in and back.
+  // the vars' values; the buffers' bytes are copied in and back. With `local` (as long as
+  // `global`), over `global` work groups of `local` items each.
   void run(const std::string& name, std::span<interp::Buf* const> bufs, const std::vector<int64_t>& vars,
-           const std::vector<int64_t>& global) const;
+           const std::vector<int64_t>& global, const std::vector<int64_t>& local = {}) const;
 
  private:
   Device* dev_;

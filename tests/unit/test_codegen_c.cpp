@@ -99,6 +99,7 @@ struct CodegenTest : ::testing::Test, ProgramInputs {
 TEST_F(CodegenTest, ElementwiseAndBroadcast) { kinds::elementwise_and_broadcast(*this); }
 
 TEST_F(CodegenTest, ReductionsOverEachAxis) { kinds::reductions_over_each_axis(*this); }
+TEST_F(CodegenTest, LongReductionsOfFewOutputs) { kinds::long_reductions_of_few_outputs(*this); }
 
 TEST_F(CodegenTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
 

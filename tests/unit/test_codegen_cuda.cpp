@@ -112,6 +112,10 @@ TEST_F(CudaTest, ReductionsOverEachAxis) {
   kinds::reductions_over_each_axis(*this);
   compile();
 }
+TEST_F(CudaTest, LongReductionsOfFewOutputs) {
+  kinds::long_reductions_of_few_outputs(*this);
+  compile();
+}
 TEST_F(CudaTest, SoftmaxLayernormAtSymbolicBounds) {
   kinds::softmax_layernorm_at_symbolic_bounds(*this);
   compile();

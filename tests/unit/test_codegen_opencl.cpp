@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -45,9 +46,11 @@ struct Compiled {
   std::string source;  // the preamble and every kernel
 };
 
-Compiled compile(const schedule::Schedule& s, const target::Target& t = opencl()) {
+Compiled compile(const schedule::Schedule& s, const target::Target& t = opencl(),
+                 const std::optional<codegen::TunedOpts>& tuned = {}) {
   codegen::PipelineOptions o;
   o.target = &t;
+  o.tuned = tuned;
   Compiled c;
   c.source = render::opencl_preamble();
   for (const auto& k : s.kernels) {
@@ -62,13 +65,20 @@ struct Program {
   schedule::Schedule sched;
 };
 
+using EditInputs = std::function<void(std::vector<std::vector<double>>&)>;
+
 // Runs the compiled schedule on the device and compares with the oracle; "" or what differed.
+// `edit` (where given) changes the random inputs first: edge values.
 std::string compare(const Program& p, const Compiled& c, const oclrun::Program& prog,
-                    const std::map<std::string, int64_t>& vars, uint64_t seed) {
+                    const std::map<std::string, int64_t>& vars, uint64_t seed, const EditInputs& edit = {}) {
   std::mt19937_64 rng(seed);
   oracle::Bindings b;
   b.vars = vars;
   std::vector<std::vector<double>> inputs = random_inputs(p.ins, b, rng);
+  if (edit) {
+    edit(inputs);
+    for (size_t i = 0; i < p.ins.size(); ++i) b.inputs[p.ins[i].uop()->arg<ParamArg>().slot] = inputs[i];
+  }
   std::vector<interp::Output> got = oclrun::run_schedule(p.sched, c.kernels, prog, vars, inputs);
   kernels_run += int64_t(p.sched.kernels.size());
   for (size_t i = 0; i < p.outs.size(); ++i) {
@@ -89,11 +99,13 @@ std::string numbered(const std::string& src) {
 
 struct OpenclTest : ::testing::Test, ProgramInputs {
   const target::Target* target = &opencl();
+  EditInputs edit;                          // edge values in the random inputs
+  std::optional<codegen::TunedOpts> tuned;  // a database's opts for every kernel, instead of the heuristics'
   // compiles once, runs at every binding of the vars
   void expect_matches(const std::vector<Tensor>& outs,
                       const std::vector<std::map<std::string, int64_t>>& bindings = {{}}) {
     Program p{ins, outs, schedule::schedule(ins, outs, "k" + std::to_string(programs++))};
-    Compiled c = compile(p.sched, *target);
+    Compiled c = compile(p.sched, *target, tuned);
     oclrun::Device* dev = oclrun::test_device();
     if (!dev) return;
     std::optional<oclrun::Program> prog;
@@ -103,7 +115,7 @@ struct OpenclTest : ::testing::Test, ProgramInputs {
       ADD_FAILURE() << e.what() << "\n" << numbered(c.source);
       return;
     }
-    for (const auto& vars : bindings) EXPECT_EQ(compare(p, c, *prog, vars, 99), "") << c.source;
+    for (const auto& vars : bindings) EXPECT_EQ(compare(p, c, *prog, vars, 99, edit), "") << c.source;
   }
 };
 
@@ -119,6 +131,7 @@ size_t count_op(const UOp* sink, Op op) {
 
 TEST_F(OpenclTest, ElementwiseAndBroadcast) { kinds::elementwise_and_broadcast(*this); }
 TEST_F(OpenclTest, ReductionsOverEachAxis) { kinds::reductions_over_each_axis(*this); }
+TEST_F(OpenclTest, LongReductionsOfFewOutputs) { kinds::long_reductions_of_few_outputs(*this); }
 TEST_F(OpenclTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
 TEST_F(OpenclTest, MlpAtTheBoundsOfItsBatch) { kinds::mlp(*this); }
 TEST_F(OpenclTest, MatmulShapes) { kinds::matmul_shapes(*this); }
@@ -188,6 +201,35 @@ TEST(OpenclGpuDims, OutputLoopsBecomeIdsInnermostFirst) {
   EXPECT_NE(k.source.find("__kernel void p_0(__global float* restrict data0, __global const float* restrict data1)"),
             std::string::npos)
       << k.source;
+}
+
+// A softmax's columns stay a loop: its row max and sum depend on the row only, so with one work
+// item per element each would run them all again (256x1024 took 860 ms on PoCL, 1 ms with one work
+// item per row); a transposed copy's loops both become ids
+TEST(OpenclGpuDims, LoopsNoReductionDependsOnStayLoops) {
+  Context ctx;
+  const UOp* r = ctx.var("R", 1, 4096);
+  const UOp* d = ctx.var("D", 1, 4096);
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {r, d});
+  auto ids_of = [&](const Tensor& out) {
+    std::vector<Tensor> ins{x}, outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "p");
+    std::vector<size_t> ids;
+    for (const auto& kernel : s.kernels) {
+      const UOp* after = nullptr;
+      codegen::PipelineOptions o;
+      o.target = &opencl();
+      o.after_stage = [&](std::string_view n, const UOp* sink) {
+        if (n == "gpu dims") after = sink;
+      };
+      codegen::compile_to_c(kernel.ast, s.vars, o);
+      ids.push_back(after ? count_op(after, Op::SPECIAL) : 0);
+    }
+    return ids;
+  };
+  EXPECT_EQ(ids_of(x.softmax(-1)), (std::vector<size_t>{1}));
+  EXPECT_EQ(ids_of(x.permute({1, 0}).relu()), (std::vector<size_t>{2}));  // transposed: loops do not merge
+  EXPECT_EQ(ids_of(x.sum({1})), (std::vector<size_t>{1}));
 }
 
 // Launches fitted to a small grid: four loops on three dims merge the two innermost that fit; a
@@ -262,4 +304,132 @@ TEST(OpenclGpuDims, CpuTargetsGetNoIds) {
   EXPECT_EQ(k.global_size[0], nullptr);
   EXPECT_EQ(k.source.find("get_global_id"), std::string::npos);
   for (const UOp* u : k.linear) EXPECT_NE(u->op, Op::SPECIAL);
+}
+
+// ---------------------------------------------------------------- work groups and local memory
+
+// A long reduction of few outputs is shared by a work group (GROUP): a local buffer after "remove
+// reduces" ("local buffers" checks it), the group's ids after "gpu dims" (gidx for the groups,
+// lidx for the items), a barrier between the local stores and the reads after "implicit
+// barriers", and a launch of 16 groups of 256; one work item stores each result
+TEST(OpenclGroup, ALongReductionOfFewOutputsIsSharedByAWorkGroup) {
+  Context ctx;
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {16, 4096}), x = Tensor::input(ctx, "x", dtypes::float32, {4096});
+  std::vector<Tensor> ins{a, x}, outs{a.matmul(x)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "mv");
+  ASSERT_EQ(s.kernels.size(), 1u);
+  std::map<std::string, const UOp*> after;
+  std::vector<std::string> applied;
+  codegen::PipelineOptions o;
+  o.target = &opencl();
+  o.applied_opts = &applied;
+  o.after_stage = [&](std::string_view n, const UOp* sink) { after[std::string(n)] = sink; };
+  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  EXPECT_EQ(applied, (std::vector<std::string>{"GROUP(1, 256)"}));
+  size_t local_buffers = 0;
+  for (const UOp* u : toposort(after.at("local buffers")))
+    local_buffers += u->op == Op::BUFFER && u->dtype.addrspace == AddrSpace::Local;
+  EXPECT_EQ(local_buffers, 1u) << print_graph(after.at("local buffers"));
+  std::vector<std::string> ids;
+  for (const UOp* u : toposort(after.at("gpu dims")))
+    if (u->op == Op::SPECIAL) ids.push_back(std::string(u->arg<Name>().s));
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"gidx0", "lidx0"}));
+  EXPECT_EQ(count_op(after.at("remove reduces"), Op::BARRIER), 0u);
+  EXPECT_EQ(count_op(after.at("implicit barriers"), Op::BARRIER), 1u);
+  ASSERT_TRUE(k.global_size[0] && k.local_size[0]);
+  EXPECT_EQ(k.global_size[0]->ival(), 16);
+  EXPECT_EQ(k.local_size[0]->ival(), 256);
+  EXPECT_EQ(k.local_size[1], nullptr);
+  for (const char* text : {"__local float temp0[256];", "barrier(CLK_LOCAL_MEM_FENCE);", "get_local_id(0)",
+                           "get_group_id(0)", "if ((lidx0 < 1)) data0[gidx0] = "})
+    EXPECT_NE(k.source.find(text), std::string::npos) << text << "\n" << k.source;
+  // the store is the only global one, and the barrier comes before the partials are read back
+  EXPECT_LT(k.source.find("barrier("), k.source.find("= temp0["));
+}
+
+// What is not grouped: many outputs (each work item has its own reduction to do), a short
+// reduction, two reductions in one kernel (softmax), and a CPU target
+TEST(OpenclGroup, ManyOutputsShortReductionsAndTheCpuAreNotGrouped) {
+  Context ctx;
+  const UOp* n = ctx.var("N", 1, 4096);
+  Tensor big = Tensor::input(ctx, "big", dtypes::float32, {4096, n});
+  Tensor shorter = Tensor::input(ctx, "shorter", dtypes::float32, {16, 100});
+  Tensor rows = Tensor::input(ctx, "rows", dtypes::float32, {4, 4096});
+  auto opts_of = [&](const Tensor& in, const Tensor& out, const target::Target& t) {
+    const std::vector<Tensor> ins{in}, outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "g");
+    std::vector<std::string> applied;
+    codegen::PipelineOptions o;
+    o.target = &t;
+    o.applied_opts = &applied;
+    std::string all;
+    for (const auto& k : s.kernels) {
+      codegen::compile_to_c(k.ast, s.vars, o);
+      for (const std::string& a : applied) all += a + " ";
+      applied.clear();
+    }
+    return all;
+  };
+  EXPECT_EQ(opts_of(big, big.sum({1}), opencl()), "");
+  EXPECT_EQ(opts_of(shorter, shorter.sum({1}), opencl()), "");
+  EXPECT_EQ(opts_of(rows, rows.softmax(-1), opencl()).find("GROUP"), std::string::npos);
+  EXPECT_EQ(opts_of(rows, rows.sum({1}), opencl()), "GROUP(1, 256) ");
+  EXPECT_EQ(opts_of(rows, rows.sum({1}), *target::find("cpu")).find("GROUP"), std::string::npos);
+}
+
+// Grouped reductions propagate NaN and infinities and pad with each reduction's identity: a NaN in
+// the last element (the last group's lanes past it are padding), +inf, a row of -inf (max's
+// padding must not win) and a row of halves, at lengths about the group's multiples
+TEST_F(OpenclTest, GroupedReductionsOfEdgeValues) {
+  const UOp* n = ctx.var("N", 1, 3000);
+  Tensor x = input("x", {4, n});
+  edit = [](std::vector<std::vector<double>>& in) {
+    std::vector<double>& v = in[0];
+    const size_t len = v.size() / 4;
+    v[len - 1] = NAN;
+    v[len] = INFINITY;
+    for (size_t j = 0; j < len; ++j) v[2 * len + j] = -INFINITY, v[3 * len + j] = 0.5;
+  };
+  const std::vector<std::map<std::string, int64_t>> lengths = {{{"N", 1}},   {{"N", 2}},   {{"N", 767}},
+                                                               {{"N", 768}}, {{"N", 769}}, {{"N", 3000}}};
+  expect_matches({x.sum({1})}, lengths);
+  expect_matches({x.max({1})}, lengths);
+  expect_matches({x.min({1})}, lengths);
+}
+
+// A database's GROUP and GROUPTOP on a GPU target: a group of 48 (not a power of two: the
+// reduction padded to 48's multiples), GROUPTOP's contiguous runs, each against the oracle; a
+// group larger than the target's work group, GROUP of an output axis, of a kernel with two
+// reductions, and a CPU target's reduction block are refused with the reason
+TEST_F(OpenclTest, TunedGroupAndGroupTop) {
+  const UOp* n = ctx.var("N", 1, 2000);
+  Tensor x = input("x", {3, n});
+  const std::vector<std::map<std::string, int64_t>> lengths = {{{"N", 1}}, {{"N", 47}}, {{"N", 97}}, {{"N", 2000}}};
+  for (codegen::Opt o : {codegen::Opt{codegen::Opt::Kind::Group, 1, 48},
+                         {codegen::Opt::Kind::GroupTop, 1, 16},
+                         {codegen::Opt::Kind::GroupTop, 1, 48}}) {
+    tuned = codegen::TunedOpts{{o}, 0};
+    SCOPED_TRACE(o.str());
+    expect_matches({x.sum({1})}, lengths);
+    expect_matches({x.max({1})}, lengths);
+  }
+  auto refusal = [&](const Tensor& out, const codegen::TunedOpts& t) {
+    const std::vector<Tensor> outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "r");
+    codegen::PipelineOptions o;
+    o.target = &opencl();
+    o.tuned = t;
+    try {
+      codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    } catch (const codegen::OptError& e) {
+      return std::string(e.what());
+    }
+    return std::string("applied");
+  };
+  using K = codegen::Opt::Kind;
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 4096}}, 0}).find("does not fit opencl's"), std::string::npos);
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 0, 2}}, 0}).find("GROUP splits reductions"), std::string::npos);
+  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 1, 16}}, 0}).find("one reduction and one store"), std::string::npos);
+  EXPECT_NE(refusal(x.sum({1}), {{}, 64}).find("a reduction block is for CPU targets"), std::string::npos);
 }

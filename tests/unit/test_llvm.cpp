@@ -166,6 +166,7 @@ struct LlvmTest : ::testing::Test, ProgramInputs {
 TEST_F(LlvmTest, ElementwiseAndBroadcast) { kinds::elementwise_and_broadcast(*this); }
 
 TEST_F(LlvmTest, ReductionsOverEachAxis) { kinds::reductions_over_each_axis(*this); }
+TEST_F(LlvmTest, LongReductionsOfFewOutputs) { kinds::long_reductions_of_few_outputs(*this); }
 
 TEST_F(LlvmTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
 

@@ -112,10 +112,11 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   outer_end = simplify(outer_end);
   bool whole = outer_end->op == Op::CONST && outer_end->ival() == 1;
   bool reduce = r->arg<RangeArg>().type == AxisType::Reduce;
-  if ((opt.kind == Opt::Kind::Unroll) != reduce)
+  const bool group = opt.kind == Opt::Kind::Group || opt.kind == Opt::Kind::GroupTop;
+  if ((opt.kind == Opt::Kind::Unroll || group) != reduce)
     return refuse(why, opt.str() + ": " +
                            (reduce ? "UPCAST and LANES split output axes, " + axis_str(opt.axis) + " is a reduction"
-                                   : "UNROLL splits reductions, " + axis_str(opt.axis) + " is not one"));
+                                   : "UNROLL and GROUP split reductions, " + axis_str(opt.axis) + " is not one"));
   // the inner piece is unrolled (the expander copies what depends on it) or a lane loop innermost:
   // a loop inside the range (an END in its body that depends on it: softmax's stored term) would be
   // copied once per copy, each closing that same loop, or would be inside a lane
@@ -128,11 +129,19 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   Context& ctx = sink->ctx();
   AxisType inner_type = opt.kind == Opt::Kind::Upcast   ? AxisType::Upcast
                         : opt.kind == Opt::Kind::Unroll ? AxisType::Unroll
+                        : group                         ? AxisType::GroupReduce
                                                         : AxisType::Lane;
   RangeArg inner_arg{first_free_axis(sink), inner_type, -1};
   const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
   RangeReplacement sr{inner, {inner}};
-  if (!whole) {
+  if (!whole && opt.kind == Opt::Kind::GroupTop) {
+    // the group's work items each take a contiguous run of the reduction: r -> g * (end / amount) + rest
+    RangeArg rest_arg = r->arg<RangeArg>();
+    rest_arg.sub = 0;
+    const UOp* rest = ctx.make(Op::RANGE, r->dtype, {outer_end}, rest_arg);
+    sr.expr = ctx.make(Op::ADD, r->dtype, {ctx.make(Op::MUL, r->dtype, {inner, outer_end}), rest});
+    sr.pieces = {rest, inner};
+  } else if (!whole) {
     RangeArg outer_arg = r->arg<RangeArg>();
     outer_arg.sub = 0;
     const UOp* outer = ctx.make(Op::RANGE, r->dtype, {outer_end}, outer_arg);
@@ -232,7 +241,7 @@ const UOp* swap(const UOp* sink, const Opt& opt, std::string* why) {
 
 }  // namespace
 
-const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why) {
+const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why, bool local_memory) {
   switch (opt.kind) {
     case Opt::Kind::Upcast:
     case Opt::Kind::Unroll:
@@ -253,6 +262,24 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why) {
       return refuse(why, "LOCAL needs a target with local memory; the CPU target has none");
     case Opt::Kind::Group:
     case Opt::Kind::GroupTop:
+      if (local_memory) {
+        // one group's partials in one local buffer, one result stored by one work item (gpu dims)
+        int64_t reduces = 0, stores = 0, groups = 0;
+        for (const UOp* u : toposort(sink)) {
+          reduces += u->op == Op::REDUCE, stores += u->op == Op::STORE;
+          groups += u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce;
+        }
+        if (reduces != 1 || stores != 1 || groups != 0)
+          return refuse(why, opt.str() + ": " + kind_name(opt.kind) +
+                                 " takes a kernel of one reduction and one store, not yet grouped");
+        const UOp* r = find_range(sink, opt.axis);
+        if (r && r->arg<RangeArg>().type != AxisType::Reduce)
+          return refuse(why, opt.str() + ": " + kind_name(opt.kind) + " splits reductions, " + axis_str(opt.axis) +
+                                 " is not one");
+        // a reduction of any length: padded to a multiple of the group first
+        const UOp* padded = padto(sink, Opt{Opt::Kind::Padto, opt.axis, opt.amount}, why);
+        return padded ? split_range(padded, opt, why) : nullptr;
+      }
       return refuse(why,
                     std::string(kind_name(opt.kind)) +
                         " needs a target with local memory to combine partial reductions; the CPU target has none");
@@ -563,8 +590,16 @@ const UOp* mark_global_axes(const UOp* sink) {
   // a buffer the kernel stores and also reads: another work item may read what one stores
   for (const UOp* u : toposort(sink))
     if (u->op == Op::INDEX && !targets.count(u) && stored.count(buffer(u->src(0)))) return sink;
+  // An output loop some reduction does not depend on (softmax's and layernorm's columns: the row's
+  // max and sum are the same for all of them) stays a loop in each work item: on the grid, every
+  // item would compute the whole reduction again, D times the work of a row.
+  std::vector<const UOp*> reduces;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::REDUCE) reduces.push_back(u);
   std::unordered_map<const UOp*, const UOp*> with;
   for (const UOp* r : common) {
+    if (std::any_of(reduces.begin(), reduces.end(), [&](const UOp* red) { return !contains(red->src(0), r); }))
+      continue;
     RangeArg a = r->arg<RangeArg>();
     a.type = AxisType::Global;
     with[r] = sink->ctx().make(Op::RANGE, r->dtype, r->src(), a);

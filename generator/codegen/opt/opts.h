@@ -11,6 +11,10 @@
 
 #include "generator/ir/uop.h"
 
+namespace kiln::target {
+struct Target;
+}
+
 namespace kiln::codegen {
 
 struct Opt {
@@ -36,8 +40,14 @@ struct Opt {
 //     Unchanged when the end is already a multiple. Refused for split ranges, reductions without
 //     an identity, and where a padded iteration could divide by zero.
 //   SWAP: exchanges the loop order of two output ranges closed by one END.
-//   LOCAL / GROUP / GROUPTOP / TC: refused, the CPU target has no local memory or tensor cores.
-const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr);
+//   GROUP / GROUPTOP (with `local_memory`, a GPU target's): the reduction `axis` is padded to a
+//     multiple of `amount` (PADTO) and split into a GroupReduce range of `amount`, the work items of
+//     one group, and a Reduce range each of them runs: GROUP r -> rest * amount + g (neighbouring
+//     work items read neighbouring elements), GROUPTOP r -> g * (end / amount) + rest. "remove
+//     reduces" combines the group's partial results through local memory.
+//   LOCAL / TC, and GROUP / GROUPTOP without local memory: refused, the CPU target has no local
+//     memory or tensor cores.
+const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr, bool local_memory = false);
 
 // Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): the output is
 // zeroed first, then for each block of `tile` steps of k the block's partial sums are added to
@@ -87,10 +97,17 @@ const UOp* join_nests(const UOp* a, const UOp* b);
 // runs whole on core 0.
 const UOp* mark_thread_axis(const UOp* sink);
 
-// The GPU heuristics, for now: the output loops every store of the kernel sits in are marked
-// Global, one work item per output element ("gpu dims" makes them the launch's ids). Unchanged
-// for a kernel that reads a buffer it stores (its work items could race) or has no output loop.
+// The output loops every store of the kernel sits in are marked Global, one work item per output
+// element ("gpu dims" makes them the launch's ids), except those some reduction does not depend on
+// (a softmax's columns), which stay loops so that each reduction runs once. Unchanged for a kernel
+// that reads a buffer it stores (its work items could race) or has no output loop.
 const UOp* mark_global_axes(const UOp* sink);
+
+// The GPU heuristics (gpu_heuristic.cpp): mark_global_axes, then, for a kernel of one store of at
+// most 2048 outputs whose one reduction (a sum, product or max) is at least 128 long, GROUP that
+// reduction over a work group (a power of two of work items, up to the target's work-group size
+// and a quarter of the reduction). Returns the opts it applied to `sink`.
+std::vector<Opt> gpu_optimizations(const UOp*& sink, const target::Target& t);
 
 // Splits every reduction whose body uses no lane loop, over at least 2 * width steps, into
 // `width` lanes: REDUCE(x, k) -> REDUCE(REDUCE(x[k := k' * width + lane], k'), lane), so `width`

@@ -48,9 +48,10 @@ class DeviceCall {
   // another context's buffer or smaller than `bytes`
   void bind(int32_t buffer, const char* arg, void* handle, size_t bytes) noexcept;
   // `function` over global[0] x global[1] x global[2] work items (none where one is 0), taking the
-  // buffers numbered `buffers` (its slots in order), then `nvars` dims as longs
+  // buffers numbered `buffers` (its slots in order), then `nvars` dims as longs; with `local`, over
+  // that many work groups of local[0] x local[1] x local[2] items each (a kernel with local memory)
   void launch(const char* function, const int32_t* buffers, int32_t count, const int64_t* vars, int32_t nvars,
-              const int64_t* global) noexcept;
+              const int64_t* global, const int64_t* local = nullptr) noexcept;
   void download(int32_t buffer, void* host, size_t bytes) noexcept;
   Status finish() noexcept;
 

@@ -17,6 +17,13 @@ struct kiln_uint3 {
 };
 extern thread_local kiln_uint3 threadIdx, blockIdx, blockDim;
 
+// a block's shared memory: one copy, as the fake driver runs one block at a time; its barrier is
+// the driver's (a block of a kernel with one runs as threads side by side)
+#define __shared__ static
+extern thread_local void (*kiln_host_sync)(void*);
+extern thread_local void* kiln_host_sync_arg;
+inline void __syncthreads() { kiln_host_sync(kiln_host_sync_arg); }
+
 struct __half {
   uint16_t bits;
 };

@@ -1,10 +1,10 @@
-// kiln_bench's main: Google Benchmark's, after making the baselines' thread pools sleep between
-// calls. OpenBLAS's threads spin for up to 2^28 cycles after a call and libgomp's (oneDNN's) for
-// 300,000 spins: in a run that interleaves a kiln call with a baseline call, a baseline's spinning
-// thread takes one of the two cores while kiln's call runs (sgemm 1024^3 at 2 threads measured
-// 0.59x OpenBLAS that way, 0.73x with both asleep; softmax 0.70x against 1.00x). Both libraries
-// read their settings once, when they are loaded, so the process starts itself again with them
-// set unless the caller set them.
+// kiln_bench's main: Google Benchmark's, with the GPU benchmarks of the devices found here, after
+// making the baselines' thread pools sleep between calls. OpenBLAS's threads spin for up to 2^28
+// cycles after a call and libgomp's (oneDNN's) for 300,000 spins: in a run that interleaves a kiln
+// call with a baseline call, a baseline's spinning thread takes one of the two cores while kiln's
+// call runs (sgemm 1024^3 at 2 threads measured 0.59x OpenBLAS that way, 0.73x with both asleep;
+// softmax 0.70x against 1.00x). Both libraries read their settings once, when they are loaded, so
+// the process starts itself again with them set unless the caller set them.
 //
 // OpenBLAS also picks its kernels by the CPU's model number when it loads, and a model newer than
 // it knows gets its SSE3 kernels: on a Xeon of family 6 model 207 (AVX-512), Debian 12's OpenBLAS
@@ -17,6 +17,8 @@
 
 #include <cstdlib>
 #include <cstring>
+
+#include "bench/bench_gpu.h"
 
 #if KILN_BENCH_OPENBLAS
 extern "C" char* openblas_get_corename(void);
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
 #endif
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  kiln::bench::register_gpu_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -567,44 +567,4 @@ const UOp* mark_thread_axis(const UOp* sink) {
   return substitute(sink, {{r, sink->ctx().make(Op::RANGE, r->dtype, r->src(), a)}});
 }
 
-const UOp* mark_global_axes(const UOp* sink) {
-  std::vector<const UOp*> common;  // the output loops of every END at the top, outermost first
-  for (size_t i = 0; i < sink->nsrc(); ++i) {
-    const UOp* e = sink->src(i);
-    if (e->op != Op::END) return sink;
-    std::vector<const UOp*> mine;
-    for (const UOp* r : e->src().subspan(1))
-      if (r->op == Op::RANGE && r->arg<RangeArg>().type == AxisType::Loop &&
-          (i == 0 || std::find(common.begin(), common.end(), r) != common.end()))
-        mine.push_back(r);
-    common = std::move(mine);
-  }
-  auto buffer = [](const UOp* b) {
-    while (b->op == Op::AFTER) b = b->src(0);
-    return b;
-  };
-  std::unordered_set<const UOp*> targets, stored;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX)
-      targets.insert(u->src(0)), stored.insert(buffer(u->src(0)->src(0)));
-  // a buffer the kernel stores and also reads: another work item may read what one stores
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::INDEX && !targets.count(u) && stored.count(buffer(u->src(0)))) return sink;
-  // An output loop some reduction does not depend on (softmax's and layernorm's columns: the row's
-  // max and sum are the same for all of them) stays a loop in each work item: on the grid, every
-  // item would compute the whole reduction again, D times the work of a row.
-  std::vector<const UOp*> reduces;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::REDUCE) reduces.push_back(u);
-  std::unordered_map<const UOp*, const UOp*> with;
-  for (const UOp* r : common) {
-    if (std::any_of(reduces.begin(), reduces.end(), [&](const UOp* red) { return !contains(red->src(0), r); }))
-      continue;
-    RangeArg a = r->arg<RangeArg>();
-    a.type = AxisType::Global;
-    with[r] = sink->ctx().make(Op::RANGE, r->dtype, r->src(), a);
-  }
-  return with.empty() ? sink : substitute(sink, with);
-}
-
 }  // namespace kiln::codegen

@@ -97,7 +97,7 @@ const UOp* join_nests(const UOp* a, const UOp* b);
 // runs whole on core 0.
 const UOp* mark_thread_axis(const UOp* sink);
 
-// The output loops every store of the kernel sits in are marked Global, one work item per output
+// (gpu_heuristic.cpp) The output loops every store of the kernel sits in are marked Global, one work item per output
 // element ("gpu dims" makes them the launch's ids), except those some reduction does not depend on
 // (a softmax's columns), which stay loops so that each reduction runs once. Unchanged for a kernel
 // that reads a buffer it stores (its work items could race) or has no output loop.

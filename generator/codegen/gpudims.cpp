@@ -13,6 +13,8 @@
 // loop of constant length too long for its dim is split into factors carried by the next dim.
 // Symbolic loops that fit one per dim in another order take that order instead of merging. The
 // launch is exactly the ids' ends (the SPECIALs' sources), so no work item falls outside the loops.
+// Work groups (GROUP's, LOCAL's) make "lidx<d>" ids of the items in a group and "gidx<d>" ids of
+// the groups, and the launch is the groups' count of the items' size.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -199,22 +201,44 @@ const UOp* local_ids(const UOp* sink, const std::map<int32_t, const UOp*>& group
   return replace_ranges(sink, {{g, {ctx.special(n, "lidx0"), {}}}});
 }
 
+// LOCAL's work groups: each Local range becomes "lidx<d>", the last split (the highest axis) dim 0,
+// as the Global loops take theirs innermost first; the outer parts stay Global, the groups' ids.
+const UOp* local_loop_ids(const UOp* sink, const std::map<int32_t, const UOp*>& locals, const target::Target& t) {
+  if (locals.size() > t.local_max.size())
+    throw InternalError("gpu dims: " + std::to_string(locals.size()) + " local dims, " + t.name + " has " +
+                        std::to_string(t.local_max.size()));
+  Context& ctx = sink->ctx();
+  std::unordered_map<const UOp*, RangeReplacement> with;
+  int64_t total = 1;
+  size_t d = 0;
+  for (auto it = locals.rbegin(); it != locals.rend(); ++it, ++d) {
+    const UOp* n = it->second->src(0);
+    if (n->op != Op::CONST || n->ival() > t.local_max[d] || (total *= n->ival()) > t.local_max_total)
+      throw InternalError("gpu dims: work groups of " + print(n) + " items in dim " + std::to_string(d) +
+                          " do not fit " + t.name + "'s");
+    with[it->second] = {ctx.special(n, "lidx" + std::to_string(d)), {}};
+  }
+  return replace_ranges(sink, with);
+}
+
 const UOp* add_gpudims(const UOp* sink, const target::Target& t) {
   // by axis: the same rows on every pass over them (a zeroing loop and its update loop)
-  std::map<int32_t, const UOp*> threads, globals, groups;
+  std::map<int32_t, const UOp*> threads, globals, groups, locals;
   for (const UOp* u : toposort(sink)) {
     if (u->op != Op::RANGE) continue;
     const RangeArg& a = u->arg<RangeArg>();
     if (a.type == AxisType::Thread) threads[a.axis] = u;
     if (a.type == AxisType::Global) globals[a.axis] = u;
     if (a.type == AxisType::GroupReduce) groups[a.axis] = u;
+    if (a.type == AxisType::Local) locals[a.axis] = u;
   }
-  if ((!globals.empty() || !groups.empty()) && !t.gpu)
+  if ((!globals.empty() || !groups.empty() || !locals.empty()) && !t.gpu)
     throw InternalError("gpu dims: Global or group loops on " + t.name + ", not a GPU target");
   if (!threads.empty()) sink = share_thread_loops(sink, threads);
   std::string prefix = "idx";
-  if (!groups.empty()) {
-    sink = local_ids(sink, groups, t);
+  if (!groups.empty() && !locals.empty()) throw InternalError("gpu dims: a group and local dims in one kernel");
+  if (!groups.empty() || !locals.empty()) {
+    sink = groups.empty() ? local_loop_ids(sink, locals, t) : local_ids(sink, groups, t);
     prefix = "gidx";
     for (auto& [axis, r] : globals)  // rebuilt under the new sink
       for (const UOp* u : toposort(sink))

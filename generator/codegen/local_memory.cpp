@@ -30,7 +30,7 @@ const UOp* check_local_buffers(const UOp* sink, const target::Target& t) {
   for (const UOp* u : toposort(sink)) {
     if (u->op == Op::RANGE) {
       AxisType a = u->arg<RangeArg>().type;
-      if (a == AxisType::Local || a == AxisType::Warp)
+      if (a == AxisType::Warp)
         throw InternalError("stage 'local buffers': a " + std::string(axis_type_name(a)) + " range, which kiln's " +
                             t.name + " kernels do not make yet");
     }

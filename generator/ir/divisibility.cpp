@@ -93,6 +93,14 @@ const UOp* UOp::divides(int64_t v) const {
       if (const UOp* d0 = src(0)->divides(v)) return Expr(d0) * Expr(src(1));
       if (const UOp* d1 = src(1)->divides(v)) return Expr(src(0)) * Expr(d1);
       return nullptr;
+    case Op::FLOORDIV: {
+      // (x // c) / v is x / (c * v) where c * v divides x: a dim of a multiple of 64 split by 4
+      // (N // 4) is still a multiple of 16
+      if (!src(1)->is_const() || !src(1)->cval().is_int() || src(1)->ival() <= 0 || v < 0) return nullptr;
+      int64_t cv = 0;
+      if (__builtin_mul_overflow(src(1)->ival(), v, &cv)) return nullptr;
+      return src(0)->divides(cv);
+    }
     case Op::DEFINE_VAR:
       if (floor_mod(arg<VarArg>().multiple_of, v) != 0) return nullptr;
       return Expr(this) / v;  // stays a FLOORDIV: the var's multiple_of makes it exact

@@ -91,6 +91,21 @@ template <class F> void matmul_shapes(F& f) {
   f.expect_matches({a.matmul(b)});
 }
 
+// M and N declared multiples of 64, as a bucket's dims are: on a GPU target, each work item a 4 x 4
+// register tile and 16 x 16 items a work group; K symbolic (1 included), and a batch of them
+template <class F> void tiled_matmul_buckets(F& f) {
+  const UOp* m = f.ctx.var("M", 64, 256, dtypes::weakint, 64);
+  const UOp* n = f.ctx.var("N", 64, 256, dtypes::weakint, 64);
+  const UOp* k = f.ctx.var("K", 1, 100);
+  Tensor a = f.input("a", {m, k}), b = f.input("b", {k, n});
+  f.expect_matches(
+      {a.matmul(b)},
+      {{{"M", 64}, {"N", 64}, {"K", 1}}, {{"M", 128}, {"N", 192}, {"K", 37}}, {{"M", 256}, {"N", 64}, {"K", 100}}});
+  f.ins.clear();
+  Tensor x = f.input("x", {3, 64, 12}), y = f.input("y", {3, 12, 128});
+  f.expect_matches({x.matmul(y)});
+}
+
 template <class F> void convolutions_pooling_attention(F& f) {
   Tensor x = f.input("x", {2, 4, 7, 6}), w = f.input("w", {6, 2, 3, 2}), bias = f.input("bias", {6});
   f.expect_matches(

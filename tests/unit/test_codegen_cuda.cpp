@@ -128,6 +128,10 @@ TEST_F(CudaTest, MatmulShapes) {
   kinds::matmul_shapes(*this);
   compile();
 }
+TEST_F(CudaTest, TiledMatmulBuckets) {
+  kinds::tiled_matmul_buckets(*this);
+  compile();
+}
 TEST_F(CudaTest, ConvolutionsPoolingAttention) {
   kinds::convolutions_pooling_attention(*this);
   compile();

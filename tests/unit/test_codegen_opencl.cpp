@@ -135,6 +135,7 @@ TEST_F(OpenclTest, LongReductionsOfFewOutputs) { kinds::long_reductions_of_few_o
 TEST_F(OpenclTest, SoftmaxLayernormAtSymbolicBounds) { kinds::softmax_layernorm_at_symbolic_bounds(*this); }
 TEST_F(OpenclTest, MlpAtTheBoundsOfItsBatch) { kinds::mlp(*this); }
 TEST_F(OpenclTest, MatmulShapes) { kinds::matmul_shapes(*this); }
+TEST_F(OpenclTest, TiledMatmulBuckets) { kinds::tiled_matmul_buckets(*this); }
 TEST_F(OpenclTest, ConvolutionsPoolingAttention) { kinds::convolutions_pooling_attention(*this); }
 TEST_F(OpenclTest, MovementOps) { kinds::movement_ops(*this); }
 TEST_F(OpenclTest, IntegersBoolsHalfAndBfloat16) { kinds::integers_bools_half_and_bfloat16(*this); }
@@ -182,6 +183,7 @@ TEST(OpenclGpuDims, OutputLoopsBecomeIdsInnermostFirst) {
   const UOp* after = nullptr;
   codegen::PipelineOptions o;
   o.target = &opencl();
+  o.tuned = codegen::TunedOpts{};  // the output loops on the grid and no opts (the heuristic would add work groups)
   o.after_stage = [&](std::string_view n, const UOp* sink) {
     if (n == "gpu dims") after = sink;
   };
@@ -432,4 +434,87 @@ TEST_F(OpenclTest, TunedGroupAndGroupTop) {
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 0, 2}}, 0}).find("GROUP splits reductions"), std::string::npos);
   EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 1, 16}}, 0}).find("one reduction and one store"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{}, 64}).find("a reduction block is for CPU targets"), std::string::npos);
+}
+
+// A matmul whose M and N are declared multiples of 64: the heuristic gives each work item a 4 x 4
+// tile (UPCAST of N, then of M: each load of a and b serves 4 outputs) and groups 16 x 16 items
+// (LOCAL), the columns' items dim 0; the launch is the groups' count of 16 x 16 items. Where M and
+// N are not multiples (the generic variant) there are none.
+TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
+  Context ctx;
+  const UOp* m = ctx.var("M", 64, 2048, dtypes::weakint, 64);
+  const UOp* n = ctx.var("N", 64, 2048, dtypes::weakint, 64);
+  const UOp* k = ctx.var("K", 1, 2048);
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {m, k}), b = Tensor::input(ctx, "b", dtypes::float32, {k, n});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "mm");
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const UOp* after = nullptr;
+  std::vector<std::string> applied;
+  codegen::PipelineOptions o;
+  o.target = &opencl();
+  o.applied_opts = &applied;
+  o.after_stage = [&](std::string_view st, const UOp* sink) {
+    if (st == "gpu dims") after = sink;
+  };
+  codegen::CKernel kern = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  EXPECT_EQ(applied, (std::vector<std::string>{"UPCAST(1, 4)", "UPCAST(0, 4)", "LOCAL(0, 16)", "LOCAL(1, 16)"}));
+  ASSERT_NE(after, nullptr);
+  std::vector<std::string> ids;
+  for (const UOp* u : toposort(after))
+    if (u->op == Op::SPECIAL) ids.push_back(std::string(u->arg<Name>().s));
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"gidx0", "gidx1", "lidx0", "lidx1"})) << print_graph(after);
+  ASSERT_TRUE(kern.local_size[0] && kern.local_size[1]);
+  EXPECT_EQ(kern.local_size[0]->ival(), 16);
+  EXPECT_EQ(kern.local_size[1]->ival(), 16);
+  EXPECT_EQ(kern.local_size[2], nullptr);
+  for (const char* text : {"get_local_id(0)", "get_local_id(1)", "get_group_id(0)", "get_group_id(1)"})
+    EXPECT_NE(kern.source.find(text), std::string::npos) << text << "\n" << kern.source;
+
+  // M and N of any length (the generic variant): one work item per output, no groups
+  Tensor a2 = Tensor::input(ctx, "a2", dtypes::float32, {ctx.var("M2", 1, 2048), k});
+  Tensor b2 = Tensor::input(ctx, "b2", dtypes::float32, {k, ctx.var("N2", 1, 2048)});
+  std::vector<Tensor> ins2{a2, b2}, outs2{a2.matmul(b2)};
+  schedule::Schedule s2 = schedule::schedule(ins2, outs2, "mm2");
+  applied.clear();
+  o.after_stage = nullptr;
+  codegen::CKernel generic = codegen::compile_to_c(s2.kernels[0].ast, s2.vars, o);
+  for (const std::string& opt : applied) EXPECT_EQ(opt.find("LOCAL"), std::string::npos) << opt;
+  EXPECT_EQ(generic.local_size[0], nullptr);
+}
+
+// A database's LOCAL: work groups of an elementwise kernel's two loops against the oracle; a group
+// past the target's items, LOCAL of a reduction, LOCAL beside GROUP (either order) and LOCAL on a
+// CPU target are refused with the reason
+TEST_F(OpenclTest, TunedLocal) {
+  // y transposed: the two loops stay two (contiguous ones would be merged into one)
+  Tensor x = input("x", {32, 48}), y = input("y", {48, 32});
+  const Tensor xy = x * y.permute({1, 0}) + x;
+  using K = codegen::Opt::Kind;
+  tuned = codegen::TunedOpts{{{K::Local, 1, 16}, {K::Local, 0, 4}}, 0};
+  expect_matches({xy.relu()});
+  tuned = codegen::TunedOpts{{{K::Local, 0, 8}}, 0};
+  expect_matches({x.sum({1}), x * 2.0f});
+  auto refusal = [&](const Tensor& out, const codegen::TunedOpts& t, const target::Target& tgt = opencl()) {
+    const std::vector<Tensor> outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "r");
+    codegen::PipelineOptions o;
+    o.target = &tgt;
+    o.tuned = t;
+    try {
+      codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    } catch (const codegen::OptError& e) {
+      return std::string(e.what());
+    }
+    return std::string("applied");
+  };
+  EXPECT_NE(refusal(xy, {{{K::Local, 1, 16}, {K::Local, 0, 32}}, 0}).find("do not fit opencl's"), std::string::npos);
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 1, 4}}, 0}).find("LOCAL splits a loop on the grid"), std::string::npos);
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 16}, {K::Local, 0, 4}}, 0}).find("LOCAL and GROUP in one kernel"),
+            std::string::npos);
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 0, 4}, {K::Group, 1, 16}}, 0}).find("without work groups yet"),
+            std::string::npos);
+  EXPECT_NE(refusal(xy, {{{K::Local, 0, 4}}, 0}, *target::find("cpu")).find("LOCAL needs a GPU target"),
+            std::string::npos);
 }

@@ -460,7 +460,7 @@ TEST_F(OptsTest, LocalGroupAndTensorCoresAreRefusedWithAReason) {
     EXPECT_EQ(codegen::apply_opt(k, o, &why), nullptr) << o.str();
     return why;
   };
-  EXPECT_EQ(reason({Kind::Local, 0, 4}), "LOCAL needs a target with local memory; the CPU target has none");
+  EXPECT_EQ(reason({Kind::Local, 0, 4}), "LOCAL needs a GPU target's work groups; the CPU target has none");
   EXPECT_EQ(reason({Kind::Group, 2, 4}),
             "GROUP needs a target with local memory to combine partial reductions; the CPU target has none");
   EXPECT_EQ(reason({Kind::GroupTop, 2, 4}),

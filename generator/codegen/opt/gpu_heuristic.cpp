@@ -9,6 +9,7 @@
 // "remove reduces" combines their partial results through local memory.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -59,6 +60,83 @@ std::optional<Opt> group_choice(const UOp* sink, const target::Target& t) {
     amount *= 2;
   if (amount < 2) return std::nullopt;
   return Opt{Opt::Kind::Group, longest->arg<RangeArg>().axis, amount};
+}
+
+// A Global range's end as a whole multiple of `amount` (a constant, or a dim declared a multiple)
+bool divides(const UOp* r, int64_t amount) { return r->src(0)->divides(amount) != nullptr; }
+
+// The Global ranges of the kernel by axis, outermost first (gpu dims gives the last dim 0)
+std::vector<const UOp*> global_ranges(const UOp* sink) {
+  std::map<int32_t, const UOp*> by_axis;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Global) by_axis[u->arg<RangeArg>().axis] = u;
+  std::vector<const UOp*> out;
+  for (const auto& [axis, r] : by_axis) out.push_back(r);
+  return out;
+}
+
+// Does some input's read (an INDEX of a PARAM no STORE writes through) not depend on range r? A
+// matmul's A does not depend on N nor B on M: upcasting that axis reuses each of its loads.
+bool some_input_ignores(const UOp* sink, const UOp* r) {
+  const std::vector<const UOp*> topo = toposort(sink);
+  std::unordered_set<const UOp*> stored;
+  for (const UOp* u : topo)
+    if (u->op == Op::STORE) stored.insert(u->src(0));
+  for (const UOp* u : topo)
+    if (u->op == Op::INDEX && u->src(0)->op == Op::PARAM && !stored.count(u) && !contains(u, r)) return true;
+  return false;
+}
+
+// Register tiles and work groups for a kernel of many outputs whose reduction reads inputs that
+// some output loop does not index (a matmul, a convolution): tinygrad's hand-coded GPU opts, in
+// short. Each Global loop some input ignores is UPCAST by 4 (each work item computes a 4 x 4 tile:
+// every load it makes serves 4 outputs from a register), at most two of them; then the two
+// innermost Global loops are split into work groups of up to 16 x 16 items (LOCAL), so a group's
+// items share the rows and columns they read in the device's caches. Only where the loops divide:
+// a dim declared a multiple (a bucket) or a constant; other variants keep one item per output.
+std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
+  std::vector<Opt> chosen;
+  int64_t reduces = 0;
+  for (const UOp* u : toposort(sink)) {
+    reduces += u->op == Op::REDUCE;
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Loop) return chosen;  // not all on the grid
+  }
+  if (reduces != 1) return chosen;
+  std::vector<const UOp*> globals = global_ranges(sink);
+  if (globals.size() < 2) return chosen;
+  auto apply = [&](const Opt& o) {
+    if (const UOp* s = apply_opt(sink, o, nullptr, true)) {
+      sink = s;
+      chosen.push_back(o);
+      return true;
+    }
+    return false;
+  };
+  // innermost first: the columns' tile before the rows'
+  int upcasts = 0;
+  for (auto it = globals.rbegin(); it != globals.rend() && upcasts < 2; ++it) {
+    const UOp* r = *it;
+    if (r->src(0)->imax() < 64 || !divides(r, 4) || !some_input_ignores(sink, r)) continue;
+    upcasts += apply(Opt{Opt::Kind::Upcast, r->arg<RangeArg>().axis, 4});
+  }
+  // work groups over the two innermost Global loops (their outer parts after the upcasts)
+  globals = global_ranges(sink);
+  const int64_t most = std::min<int64_t>(t.local_max_total, 256);
+  int64_t total = 1;
+  std::vector<Opt> locals;
+  for (size_t k = 0; k < 2 && k < globals.size() && k < t.local_max.size(); ++k) {
+    const UOp* r = globals[globals.size() - 1 - k];
+    int64_t amount = 16;
+    while (amount >= 2 &&
+           (amount > t.local_max[k] || total * amount > most || !divides(r, amount) || r->src(0)->imin() < amount))
+      amount /= 2;
+    if (amount < 2) continue;
+    total *= amount;
+    locals.push_back(Opt{Opt::Kind::Local, r->arg<RangeArg>().axis, amount});
+  }
+  // applied outermost first: the innermost loop's items are the last split, dim 0
+  for (auto it = locals.rbegin(); it != locals.rend(); ++it) apply(*it);
+  return chosen;
 }
 
 }  // namespace
@@ -112,8 +190,9 @@ std::vector<Opt> gpu_optimizations(const UOp*& sink, const target::Target& t) {
     const int64_t bytes = g->amount * 8;
     if (bytes <= t.local_bytes)
       if (const UOp* s = apply_opt(sink, *g, nullptr, true)) sink = s, chosen.push_back(*g);
+    return chosen;
   }
-  return chosen;
+  return tiles_and_groups(sink, t);
 }
 
 }  // namespace kiln::codegen

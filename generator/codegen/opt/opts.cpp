@@ -101,7 +101,8 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   const UOp* r = find_range(sink, opt.axis);
   if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
   if (opt.amount < 2) return refuse(why, opt.str() + ": the amount must be at least 2");
-  if (opt.amount > kMaxExpansion / expansion(sink, r))
+  const bool local = opt.kind == Opt::Kind::Local;  // work items side by side: no copies of the body
+  if (!local && opt.amount > kMaxExpansion / expansion(sink, r))
     return refuse(why, opt.str() + ": the loop nest's upcasts, unrolls and lanes would make more than " +
                            std::to_string(kMaxExpansion) + " copies of its body");
   // the end must be a multiple of the amount: a constant, or a dim declared as a multiple
@@ -120,7 +121,7 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   // the inner piece is unrolled (the expander copies what depends on it) or a lane loop innermost:
   // a loop inside the range (an END in its body that depends on it: softmax's stored term) would be
   // copied once per copy, each closing that same loop, or would be inside a lane
-  for (const UOp* closer : toposort(sink))
+  for (const UOp* closer : local ? std::vector<const UOp*>{} : toposort(sink))
     if ((closer->op == Op::END || closer->op == Op::REDUCE) && lists(closer, r))
       for (const UOp* u : toposort(closer->src(0)))
         if (u->op == Op::END && contains(u, r))
@@ -130,6 +131,7 @@ const UOp* split_range(const UOp* sink, const Opt& opt, std::string* why) {
   AxisType inner_type = opt.kind == Opt::Kind::Upcast   ? AxisType::Upcast
                         : opt.kind == Opt::Kind::Unroll ? AxisType::Unroll
                         : group                         ? AxisType::GroupReduce
+                        : local                         ? AxisType::Local
                                                         : AxisType::Lane;
   RangeArg inner_arg{first_free_axis(sink), inner_type, -1};
   const UOp* inner = ctx.make(Op::RANGE, r->dtype, {ctx.cint(opt.amount, r->dtype)}, inner_arg);
@@ -258,8 +260,18 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why, bool loc
       return padto(sink, opt, why);
     case Opt::Kind::Swap:
       return swap(sink, opt, why);
-    case Opt::Kind::Local:
-      return refuse(why, "LOCAL needs a target with local memory; the CPU target has none");
+    case Opt::Kind::Local: {
+      if (!local_memory) return refuse(why, "LOCAL needs a GPU target's work groups; the CPU target has none");
+      // a Global loop split into work groups (the outer part, still Global) of `amount` items
+      const UOp* r = find_range(sink, opt.axis);
+      if (r && r->arg<RangeArg>().type != AxisType::Global)
+        return refuse(why, opt.str() + ": LOCAL splits a loop on the grid, " + axis_str(opt.axis) + " is a " +
+                               std::string(axis_type_name(r->arg<RangeArg>().type)) + " range");
+      for (const UOp* u : toposort(sink))
+        if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce)
+          return refuse(why, opt.str() + ": LOCAL and GROUP in one kernel are not supported yet");
+      return split_range(sink, opt, why);
+    }
     case Opt::Kind::Group:
     case Opt::Kind::GroupTop:
       if (local_memory) {
@@ -267,11 +279,13 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why, bool loc
         int64_t reduces = 0, stores = 0, groups = 0;
         for (const UOp* u : toposort(sink)) {
           reduces += u->op == Op::REDUCE, stores += u->op == Op::STORE;
-          groups += u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce;
+          // a group already, or LOCAL's work groups (the two in one kernel: not yet)
+          groups += u->op == Op::RANGE &&
+                    (u->arg<RangeArg>().type == AxisType::GroupReduce || u->arg<RangeArg>().type == AxisType::Local);
         }
         if (reduces != 1 || stores != 1 || groups != 0)
           return refuse(why, opt.str() + ": " + kind_name(opt.kind) +
-                                 " takes a kernel of one reduction and one store, not yet grouped");
+                                 " takes a kernel of one reduction and one store, without work groups yet");
         const UOp* r = find_range(sink, opt.axis);
         if (r && r->arg<RangeArg>().type != AxisType::Reduce)
           return refuse(why, opt.str() + ": " + kind_name(opt.kind) + " splits reductions, " + axis_str(opt.axis) +

@@ -107,15 +107,16 @@ check "tune refuses opencl" "1 kiln: error: kiln tune times CPU targets; tuning 
 check "codegen --target opencl" "0 " "$? $(cat "$tmp/err")"
 check "codegen --target opencl kernels" "$("$kiln" check "$here/specs/ok.kiln" | awk '{ n += $2 } END { print n }')" \
   "$(grep -c '^__kernel void ' "$tmp/k.cl")"
+# gemm's generic variant: M and N padded to 64, each work item a 4 x 4 tile, 16 x 16 items a group
 check "codegen --target opencl gemm's launch and ids" "1 1 1" \
-  "$(grep -c '^/\* launch: global size (N, M, 1)' "$tmp/k.cl") $(grep -c 'get_global_id(1)' <(sed -n '/gemm_0/,/^}/p' "$tmp/k.cl")) $(grep -c '__global const float\* restrict data1' <(sed -n '/gemm_0(/p' "$tmp/k.cl"))"
-# the CUDA targets: codegen prints CUDA C++ (one thread per output element, each id gated at its
-# extent); kiln gen compiles them with nvcc, and names the nvcc it could not run
+  "$(grep -c '^/\* launch: work groups ((N + 63) / 64, (M + 63) / 64, 1) of (16, 16, 1)' "$tmp/k.cl") $(grep -c 'get_local_id(1)' <(sed -n '/gemm_0/,/^}/p' "$tmp/k.cl")) $(grep -c '__global const float\* restrict data1' <(sed -n '/gemm_0(/p' "$tmp/k.cl"))"
+# the CUDA targets: codegen prints CUDA C++ (gemm's blocks of 16 x 16 threads, the padded rows'
+# stores gated); kiln gen compiles them with nvcc, and names the nvcc it could not run
 "$kiln" codegen --target cuda-sm80 "$here/specs/ok.kiln" >"$tmp/k.cu" 2>"$tmp/err"
 check "codegen --target cuda-sm80" "0 " "$? $(cat "$tmp/err")"
 check "codegen --target cuda-sm80 kernels" "$(grep -c '^__kernel void ' "$tmp/k.cl")" "$(grep -c '^extern "C" __global__ void ' "$tmp/k.cu")"
-check "codegen --target cuda-sm80 gemm's gated ids" "1 1" \
-  "$(grep -c 'blockIdx.y \* blockDim.y + threadIdx.y' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu")) $(grep -c 'if (idx1 >= var_M) return;' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu"))"
+check "codegen --target cuda-sm80 gemm's ids and gated stores" "1 16" \
+  "$(grep -c 'lidx1 = (int32_t)threadIdx.y;' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu")) $(grep -c '^  if ((alu[0-9]* & alu[0-9]*)) data0\[' <(sed -n '/gemm_0(/,/^}/p' "$tmp/k.cu"))"
 "$kiln" gen --name x --out "$tmp/gen-cuda" --target cpu,cuda-sm90 --nvcc /nonexistent/nvcc "$here/specs/ok.kiln" >/dev/null 2>"$tmp/err"
 check "gen names the missing nvcc" "1 kiln: error: target 'cuda-sm90': kiln gen compiles its kernels with the CUDA toolkit's nvcc, and --nvcc /nonexistent/nvcc is not an executable" \
   "$? $(cat "$tmp/err")"
@@ -125,7 +126,7 @@ if nvcc="$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)"; then
     "$? $(ls "$tmp/gen-cuda" | grep -c '_cuda_sm90[.]cu$') $(grep -c 'const unsigned char kFatbin_cuda_sm90\[\] = ' "$tmp"/gen-cuda/*_dispatch.cpp | awk -F: '{ n += $NF } END { print (n > 0) }')"
 fi
 "$kiln" codegen --target opencl "$here/specs/ok.kiln" --kernel gemm --dump-after "gpu dims" >"$tmp/out" 2>&1
-check "codegen --target opencl --dump-after 'gpu dims' shows the ids" "2" "$(grep -c 'SPECIAL:weakint idx[01] ' "$tmp/out")"
+check "codegen --target opencl --dump-after 'gpu dims' shows the ids" "4" "$(grep -c 'SPECIAL:weakint [gl]idx[01] ' "$tmp/out")"
 
 # determinism: the same input gives the same bytes
 a="$("$kiln" simplify "$here/simplify.in")"

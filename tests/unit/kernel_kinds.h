@@ -104,6 +104,15 @@ template <class F> void tiled_matmul_buckets(F& f) {
   f.ins.clear();
   Tensor x = f.input("x", {3, 64, 12}), y = f.input("y", {3, 12, 128});
   f.expect_matches({x.matmul(y)});
+  // the generic variant's dims, of any length: padded to the tiles, the items past the ends gated
+  f.ins.clear();
+  const UOp* m2 = f.ctx.var("M2", 1, 300);
+  const UOp* n2 = f.ctx.var("N2", 1, 300);
+  Tensor c = f.input("c", {m2, k}), d = f.input("d", {k, n2});
+  f.expect_matches({c.matmul(d)}, {{{"M2", 1}, {"N2", 1}, {"K", 1}},
+                                   {{"M2", 65}, {"N2", 130}, {"K", 7}},
+                                   {{"M2", 300}, {"N2", 257}, {"K", 3}},
+                                   {{"M2", 64}, {"N2", 300}, {"K", 100}}});
 }
 
 template <class F> void convolutions_pooling_attention(F& f) {

@@ -472,16 +472,23 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
   for (const char* text : {"get_local_id(0)", "get_local_id(1)", "get_group_id(0)", "get_group_id(1)"})
     EXPECT_NE(kern.source.find(text), std::string::npos) << text << "\n" << kern.source;
 
-  // M and N of any length (the generic variant): one work item per output, no groups
+  // M and N of any length up to 2048 (the generic variant): padded to multiples of 64 first, the
+  // items past the ends gated off; dims that are never 256 long are left alone
   Tensor a2 = Tensor::input(ctx, "a2", dtypes::float32, {ctx.var("M2", 1, 2048), k});
   Tensor b2 = Tensor::input(ctx, "b2", dtypes::float32, {k, ctx.var("N2", 1, 2048)});
-  std::vector<Tensor> ins2{a2, b2}, outs2{a2.matmul(b2)};
+  Tensor b3 = Tensor::input(ctx, "b3", dtypes::float32, {k, ctx.var("N3", 1, 255)});
+  std::vector<Tensor> ins2{a2, b2, b3}, outs2{a2.matmul(b2), a2.matmul(b3)};
   schedule::Schedule s2 = schedule::schedule(ins2, outs2, "mm2");
-  applied.clear();
+  ASSERT_EQ(s2.kernels.size(), 2u);
   o.after_stage = nullptr;
+  applied.clear();
   codegen::CKernel generic = codegen::compile_to_c(s2.kernels[0].ast, s2.vars, o);
-  for (const std::string& opt : applied) EXPECT_EQ(opt.find("LOCAL"), std::string::npos) << opt;
-  EXPECT_EQ(generic.local_size[0], nullptr);
+  EXPECT_EQ(applied, (std::vector<std::string>{"PADTO(1, 64)", "PADTO(0, 64)", "UPCAST(1, 4)", "UPCAST(0, 4)",
+                                               "LOCAL(0, 16)", "LOCAL(1, 16)"}));
+  EXPECT_NE(generic.source.find(" < var_N2;"), std::string::npos) << generic.source;  // the gates
+  applied.clear();
+  codegen::compile_to_c(s2.kernels[1].ast, s2.vars, o);
+  for (const std::string& opt : applied) EXPECT_EQ(opt.find("(1, "), std::string::npos) << opt;  // N3 untouched
 }
 
 // A database's LOCAL: work groups of an elementwise kernel's two loops against the oracle; a group

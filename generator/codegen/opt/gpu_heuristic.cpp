@@ -112,6 +112,16 @@ std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
     }
     return false;
   };
+  // a loop that may be long but is not a whole multiple of a group's 64 (a dim of any length, the
+  // generic variant's) is padded to one: the items past its end are gated off, at most 63 a row.
+  // Only in a kernel of two Global loops: a batch loop beside them (attention's scores, S x S per
+  // head) makes stores at S*row + S*S*batch + col that the bounds prover does not bound under the
+  // padding's gates, and gen would then emit the kernel without any opts
+  for (size_t k = 0; k < 2 && globals.size() == 2; ++k) {
+    const UOp* r = globals[globals.size() - 1 - k];
+    if (!divides(r, 64) && r->src(0)->imax() >= 256) apply(Opt{Opt::Kind::Padto, r->arg<RangeArg>().axis, 64});
+  }
+  globals = global_ranges(sink);
   // innermost first: the columns' tile before the rows'
   int upcasts = 0;
   for (auto it = globals.rbegin(); it != globals.rend() && upcasts < 2; ++it) {

@@ -165,7 +165,7 @@ const UOp* padto(const UOp* sink, const Opt& opt, std::string* why) {
   const UOp* r = find_range(sink, opt.axis);
   if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
   AxisType t = r->arg<RangeArg>().type;
-  if (t != AxisType::Loop && t != AxisType::Reduce)
+  if (t != AxisType::Loop && t != AxisType::Global && t != AxisType::Reduce)
     return refuse(why, opt.str() + ": PADTO pads an output loop or a reduction, " + axis_str(opt.axis) + " is a " +
                            std::string(axis_type_name(t)) + " range");
   if (opt.amount < 1) return refuse(why, opt.str() + ": the amount must be at least 1");

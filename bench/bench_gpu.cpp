@@ -29,13 +29,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/interleaved.h"
 #include "bench/random.h"
 #include "kiln_bench_gpu.h"
 
 namespace kiln::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // ---------------------------------------------------------------- the devices' own calls
 
@@ -196,18 +195,6 @@ kiln::DeviceBuffer on_device(kiln::Context& ctx, size_t floats, const std::vecto
   return d;
 }
 
-// the largest difference between the device's result and the CPU's, relative to the largest value;
-// NaN where either has one
-double difference(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 1e-30;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(double(got[i]) - double(want[i]));
-    if (!(e <= worst)) worst = e;
-    scale = std::fmax(scale, std::fabs(double(want[i])));
-  }
-  return worst / scale;
-}
-
 // Checks the device's output (in `out`) against `cpu_call`'s, then times `kiln_call` and
 // `base_call` one after the other per iteration. `work` is the flops or bytes of one call; the
 // counters name the baseline `base` ("cublas", "copy").
@@ -224,24 +211,9 @@ void side_by_side(benchmark::State& state, KilnCall kiln_call, CpuCall cpu_call,
   if (double d = difference(got, want); !(d <= 1e-3))
     return state.SkipWithError(("the device's result and the CPU's differ by " + std::to_string(d)).c_str());
   if (base != nullptr && !base_call()) return state.SkipWithError((std::string(base) + " failed").c_str());
-  double kiln_s = 0, base_s = 0;
-  for (auto _ : state) {
-    Clock::time_point t0 = Clock::now();
-    s = kiln_call();
-    Clock::time_point t1 = Clock::now();
-    if (base != nullptr) base_call();
-    Clock::time_point t2 = Clock::now();
-    const double k = std::chrono::duration<double>(t1 - t0).count();
-    state.SetIterationTime(k);
-    kiln_s += k;
-    base_s += std::chrono::duration<double>(t2 - t1).count();
-  }
-  if (!s.ok()) return state.SkipWithError(s.message().c_str());
   const std::string unit = flops ? "GFLOP/s" : "GB/s";
-  state.counters[unit] = benchmark::Counter(work * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  if (base == nullptr) return;
-  state.counters[std::string(base) + "_" + unit] = work * 1e-9 * double(state.iterations()) / base_s;
-  state.counters[std::string("x_") + base] = base_s / kiln_s;
+  interleave(state, kiln_call, base_call, work, flops, base ? std::string(base) + "_" + unit : "",
+             std::string("x_") + (base ? base : ""));
 }
 
 void sgemm(benchmark::State& state, const Gpu* gpu) {

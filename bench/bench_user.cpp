@@ -21,13 +21,15 @@
 #include <vector>
 
 #include "bench/baselines.h"
+#include "bench/interleaved.h"
 #include "bench/random.h"
 #include "kiln_bench_user.h"
 
 namespace {
 
+using kiln::bench::difference;
+using kiln::bench::interleave;
 using kiln::bench::random_floats;
-using Clock = std::chrono::steady_clock;
 
 void baseline_threads(int threads) {
 #if KILN_BENCH_OPENBLAS
@@ -37,18 +39,6 @@ void baseline_threads(int threads) {
   omp_set_num_threads(threads);
 #endif
   (void)threads;
-}
-
-// the largest difference between kiln's result and the baseline's, relative to the largest value;
-// NaN where either has one (an element kiln left unwritten keeps the poison)
-double difference(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 1e-30;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(double(got[i]) - double(want[i]));
-    if (!(e <= worst)) worst = e;  // NaN sticks
-    scale = std::fmax(scale, std::fabs(double(want[i])));
-  }
-  return worst / scale;
 }
 
 // Times `kiln_call` (a kiln::Status(kiln::Context*)) and `base_call` one after the other per
@@ -65,25 +55,9 @@ void side_by_side(benchmark::State& state, int threads, const char* base, KilnCa
   if (!s.ok()) return state.SkipWithError(s.message().c_str());
   if (double d = difference(kiln_out, base_out); !(d <= tolerance))
     return state.SkipWithError(("kiln's result and the baseline's differ by " + std::to_string(d)).c_str());
-  double kiln_s = 0, base_s = 0;
-  for (auto _ : state) {
-    Clock::time_point t0 = Clock::now();
-    s = kiln_call(&ctx);
-    benchmark::ClobberMemory();
-    Clock::time_point t1 = Clock::now();
-    base_call();
-    benchmark::ClobberMemory();
-    Clock::time_point t2 = Clock::now();
-    const double k = std::chrono::duration<double>(t1 - t0).count();
-    state.SetIterationTime(k);
-    kiln_s += k;
-    base_s += std::chrono::duration<double>(t2 - t1).count();
-  }
-  if (!s.ok()) return state.SkipWithError(s.message().c_str());
   const std::string unit = flops ? "GFLOP/s" : "GB/s";
-  state.counters[unit] = benchmark::Counter(work * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["base_" + unit] = work * 1e-9 * double(state.iterations()) / base_s;
-  state.counters[std::string("x_") + base] = base_s / kiln_s;
+  interleave(
+      state, [&] { return kiln_call(&ctx); }, base_call, work, flops, "base_" + unit, std::string("x_") + base);
 }
 
 // ---------------------------------------------------------------- sgemm

@@ -92,8 +92,9 @@ bool some_input_ignores(const UOp* sink, const UOp* r) {
 // short. Each Global loop some input ignores is UPCAST by 4 (each work item computes a 4 x 4 tile:
 // every load it makes serves 4 outputs from a register), at most two of them; then the two
 // innermost Global loops are split into work groups of up to 16 x 16 items (LOCAL), so a group's
-// items share the rows and columns they read in the device's caches. Only where the loops divide:
-// a dim declared a multiple (a bucket) or a constant; other variants keep one item per output.
+// items share the rows and columns they read in the device's caches. The splits need loops that
+// divide (a dim a bucket declares a multiple, a constant); in a kernel of two Global loops, others
+// are padded to multiples of 64 first.
 std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
   std::vector<Opt> chosen;
   int64_t reduces = 0;

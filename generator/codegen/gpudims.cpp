@@ -201,23 +201,31 @@ const UOp* local_ids(const UOp* sink, const std::map<int32_t, const UOp*>& group
   return replace_ranges(sink, {{g, {ctx.special(n, "lidx0"), {}}}});
 }
 
+std::string local_dims_misfit(const UOp* sink, const target::Target& t) {
+  std::map<int32_t, const UOp*> by_axis;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Local) by_axis[u->arg<RangeArg>().axis] = u->src(0);
+  int64_t total = 1;
+  size_t d = 0;
+  for (auto it = by_axis.rbegin(); it != by_axis.rend(); ++it, ++d) {
+    const UOp* n = it->second;
+    if (n->op != Op::CONST) return "work groups of " + print(n) + " items: not a constant";
+    if (d >= t.local_max.size() || n->ival() > t.local_max[d] || (total *= n->ival()) > t.local_max_total)
+      return "work groups of " + std::to_string(n->ival()) + " items in dim " + std::to_string(d) + " (" +
+             std::to_string(total) + " in all) do not fit " + t.name + "'s";
+  }
+  return "";
+}
+
 // LOCAL's work groups: each Local range becomes "lidx<d>", the last split (the highest axis) dim 0,
 // as the Global loops take theirs innermost first; the outer parts stay Global, the groups' ids.
 const UOp* local_loop_ids(const UOp* sink, const std::map<int32_t, const UOp*>& locals, const target::Target& t) {
-  if (locals.size() > t.local_max.size())
-    throw InternalError("gpu dims: " + std::to_string(locals.size()) + " local dims, " + t.name + " has " +
-                        std::to_string(t.local_max.size()));
+  if (std::string why = local_dims_misfit(sink, t); !why.empty()) throw InternalError("gpu dims: " + why);
   Context& ctx = sink->ctx();
   std::unordered_map<const UOp*, RangeReplacement> with;
-  int64_t total = 1;
   size_t d = 0;
-  for (auto it = locals.rbegin(); it != locals.rend(); ++it, ++d) {
-    const UOp* n = it->second->src(0);
-    if (n->op != Op::CONST || n->ival() > t.local_max[d] || (total *= n->ival()) > t.local_max_total)
-      throw InternalError("gpu dims: work groups of " + print(n) + " items in dim " + std::to_string(d) +
-                          " do not fit " + t.name + "'s");
-    with[it->second] = {ctx.special(n, "lidx" + std::to_string(d)), {}};
-  }
+  for (auto it = locals.rbegin(); it != locals.rend(); ++it, ++d)
+    with[it->second] = {ctx.special(it->second->src(0), "lidx" + std::to_string(d)), {}};
   return replace_ranges(sink, with);
 }
 

@@ -83,6 +83,9 @@ inline constexpr int64_t kMaxCores = 256;
 inline constexpr const char* kPackBuffer = ".pack";
 inline constexpr int64_t kPackElementsMost = int64_t(1) << 18;
 const UOp* add_gpudims(const UOp* sink, const target::Target& t);
+// "" where the kernel's Local ranges (LOCAL's work groups) fit t's work group as gpu dims lays them
+// out (the last split dim 0); otherwise why they do not
+std::string local_dims_misfit(const UOp* sink, const target::Target& t);
 
 // split ends (ends.cpp): END(x, r0, r1) -> END(END(x, r1), r0), one range per END, outermost last; an END
 // of no range (END(x, 0): symbolic folded a range of one iteration) -> x.

@@ -1,7 +1,6 @@
 #include "generator/codegen/pipeline.h"
 
 #include <algorithm>
-#include <map>
 
 #include "generator/codegen/opt/opts.h"
 #include "generator/codegen/passes.h"
@@ -65,18 +64,8 @@ const UOp* apply_tuned_gpu(const UOp* s, const TunedOpts& t, const target::Targe
     if (!s) throw OptError(why);
     if (applied) applied->push_back(o.str());
   }
-  // LOCAL's work groups, as "gpu dims" lays them out (the last split dim 0) within the target's
-  std::map<int32_t, int64_t> by_axis;
-  for (const UOp* u : toposort(s))
-    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Local)
-      by_axis[u->arg<RangeArg>().axis] = u->src(0)->ival();
-  int64_t total = 1;
-  size_t d = 0;
-  for (auto it = by_axis.rbegin(); it != by_axis.rend(); ++it, ++d)
-    if (d >= target.local_max.size() || it->second > target.local_max[d] ||
-        (total *= it->second) > target.local_max_total)
-      throw OptError("LOCAL: work groups of " + std::to_string(it->second) + " items in dim " + std::to_string(d) +
-                     " (" + std::to_string(total) + " in all) do not fit " + target.name + "'s");
+  // LOCAL's work groups within the target's, as "gpu dims" lays them out
+  if (std::string why = local_dims_misfit(s, target); !why.empty()) throw OptError("LOCAL: " + why);
   return s;
 }
 

@@ -117,6 +117,20 @@ struct OpenclTest : ::testing::Test, ProgramInputs {
     }
     for (const auto& vars : bindings) EXPECT_EQ(compare(p, c, *prog, vars, 99, edit), "") << c.source;
   }
+  // why a database's opts `t` do not apply to out's first kernel on `tgt`, or "applied"
+  std::string refusal(const Tensor& out, const codegen::TunedOpts& t, const target::Target& tgt = opencl()) {
+    const std::vector<Tensor> outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "r");
+    codegen::PipelineOptions o;
+    o.target = &tgt;
+    o.tuned = t;
+    try {
+      codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    } catch (const codegen::OptError& e) {
+      return std::string(e.what());
+    }
+    return "applied";
+  }
 };
 
 size_t count_op(const UOp* sink, Op op) {
@@ -416,19 +430,6 @@ TEST_F(OpenclTest, TunedGroupAndGroupTop) {
     expect_matches({x.sum({1})}, lengths);
     expect_matches({x.max({1})}, lengths);
   }
-  auto refusal = [&](const Tensor& out, const codegen::TunedOpts& t) {
-    const std::vector<Tensor> outs{out};
-    schedule::Schedule s = schedule::schedule(ins, outs, "r");
-    codegen::PipelineOptions o;
-    o.target = &opencl();
-    o.tuned = t;
-    try {
-      codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
-    } catch (const codegen::OptError& e) {
-      return std::string(e.what());
-    }
-    return std::string("applied");
-  };
   using K = codegen::Opt::Kind;
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 4096}}, 0}).find("does not fit opencl's"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 0, 2}}, 0}).find("GROUP splits reductions"), std::string::npos);
@@ -503,19 +504,6 @@ TEST_F(OpenclTest, TunedLocal) {
   expect_matches({xy.relu()});
   tuned = codegen::TunedOpts{{{K::Local, 0, 8}}, 0};
   expect_matches({x.sum({1}), x * 2.0f});
-  auto refusal = [&](const Tensor& out, const codegen::TunedOpts& t, const target::Target& tgt = opencl()) {
-    const std::vector<Tensor> outs{out};
-    schedule::Schedule s = schedule::schedule(ins, outs, "r");
-    codegen::PipelineOptions o;
-    o.target = &tgt;
-    o.tuned = t;
-    try {
-      codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
-    } catch (const codegen::OptError& e) {
-      return std::string(e.what());
-    }
-    return std::string("applied");
-  };
   EXPECT_NE(refusal(xy, {{{K::Local, 1, 16}, {K::Local, 0, 32}}, 0}).find("do not fit opencl's"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 1, 4}}, 0}).find("LOCAL splits a loop on the grid"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 16}, {K::Local, 0, 4}}, 0}).find("LOCAL and GROUP in one kernel"),

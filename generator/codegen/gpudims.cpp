@@ -175,17 +175,20 @@ const UOp* global_ids(const UOp* sink, const std::map<int32_t, const UOp*>& glob
 
 }  // namespace
 
-// A work group's ids: the GroupReduce range (GROUP's) becomes "lidx0", and a store to a global
-// buffer whose address does not depend on it is gated to the group's item 0 (every item computed
-// the same value: one writes it). The launch then counts groups (the "gidx" ids) of lidx0's size.
-const UOp* local_ids(const UOp* sink, const std::map<int32_t, const UOp*>& groups, const target::Target& t) {
-  if (groups.size() != 1) throw InternalError("gpu dims: more than one group range");
-  const UOp* g = groups.begin()->second;
-  const UOp* n = g->src(0);
+// A work group's ids where the kernel has GROUPs: every GroupReduce range (one per grouped
+// reduction) and every Local range (an output loop shared among the group's items, LOCAL after
+// GROUP) becomes "lidx0", all of one size. A store to a global buffer whose address depends on none
+// of them is gated to the group's item 0 (every item computed the same value: one writes it). The
+// launch then counts groups (the "gidx" ids) of lidx0's size.
+const UOp* local_ids(const UOp* sink, const std::vector<const UOp*>& shared, const target::Target& t) {
+  const UOp* n = shared.front()->src(0);
+  for (const UOp* g : shared)
+    if (g->src(0) != n) throw InternalError("gpu dims: the group's ranges are not all of one size");
   if (n->op != Op::CONST || t.local_max.empty() || n->ival() > t.local_max[0] || n->ival() > t.local_max_total)
     throw InternalError("gpu dims: a work group of " + print(n) + " items does not fit " + t.name + "'s");
   Context& ctx = sink->ctx();
-  std::unordered_map<const UOp*, const UOp*> gated;
+  const UOp* lidx = ctx.special(n, "lidx0");
+  std::unordered_map<const UOp*, const UOp*> with;
   for (const UOp* u : toposort(sink)) {
     if (u->op != Op::STORE || u->src(0)->op != Op::INDEX) continue;
     const UOp* idx = u->src(0);
@@ -193,18 +196,27 @@ const UOp* local_ids(const UOp* sink, const std::map<int32_t, const UOp*>& group
     while (buf->op == Op::AFTER) buf = buf->src(0);
     if (buf->dtype.addrspace != AddrSpace::Global) continue;
     const std::vector<const UOp*> topo = toposort(idx);
-    if (std::find(topo.begin(), topo.end(), g) == topo.end()) gated[idx] = gate_index(idx, Expr(g) < 1);
+    if (std::none_of(shared.begin(), shared.end(),
+                     [&](const UOp* g) { return std::find(topo.begin(), topo.end(), g) != topo.end(); }))
+      with[idx] = gate_index(idx, Expr(shared.front()) < 1);
   }
-  sink = substitute(sink, gated);
-  for (const UOp* u : toposort(sink))  // g itself, under the new sink
-    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce) g = u;
-  return replace_ranges(sink, {{g, {ctx.special(n, "lidx0"), {}}}});
+  sink = substitute(sink, with);
+  std::unordered_map<const UOp*, RangeReplacement> ranges;  // rebuilt under the new sink
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::RANGE &&
+        (u->arg<RangeArg>().type == AxisType::GroupReduce || u->arg<RangeArg>().type == AxisType::Local))
+      ranges[u] = {lidx, {}};
+  return replace_ranges(sink, ranges);
 }
 
 std::string local_dims_misfit(const UOp* sink, const target::Target& t) {
   std::map<int32_t, const UOp*> by_axis;
-  for (const UOp* u : toposort(sink))
+  bool grouped = false;
+  for (const UOp* u : toposort(sink)) {
     if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::Local) by_axis[u->arg<RangeArg>().axis] = u->src(0);
+    grouped |= u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce;
+  }
+  if (grouped) return "";  // LOCAL shares the group's one dim, of the group's size (apply_opt checks it)
   int64_t total = 1;
   size_t d = 0;
   for (auto it = by_axis.rbegin(); it != by_axis.rend(); ++it, ++d) {
@@ -244,9 +256,11 @@ const UOp* add_gpudims(const UOp* sink, const target::Target& t) {
     throw InternalError("gpu dims: Global or group loops on " + t.name + ", not a GPU target");
   if (!threads.empty()) sink = share_thread_loops(sink, threads);
   std::string prefix = "idx";
-  if (!groups.empty() && !locals.empty()) throw InternalError("gpu dims: a group and local dims in one kernel");
   if (!groups.empty() || !locals.empty()) {
-    sink = groups.empty() ? local_loop_ids(sink, locals, t) : local_ids(sink, groups, t);
+    std::vector<const UOp*> shared;
+    for (const auto* m : {&groups, &locals})
+      for (const auto& [axis, r] : *m) shared.push_back(r);
+    sink = groups.empty() ? local_loop_ids(sink, locals, t) : local_ids(sink, shared, t);
     prefix = "gidx";
     for (auto& [axis, r] : globals)  // rebuilt under the new sink
       for (const UOp* u : toposort(sink))

@@ -6,8 +6,9 @@
 // reads come after a barrier (tinygrad's add_raw_barrier): an AFTER of a local buffer that orders
 // it after a store into local memory orders it after BARRIER(that store) instead, which the
 // renderer writes as the dialect's work-group barrier. The stores sit in no loop (the group's one
-// pass), so every work item reaches the barrier, and no store follows a read of the same buffer
-// (tinygrad's add_war_barrier has nothing to do).
+// pass and its halving steps, "remove reduces"), so every work item reaches each barrier; a step's
+// store overwrites only partials no other item read in the step before (its own), so no write needs
+// a barrier after the reads (tinygrad's add_war_barrier has nothing to do).
 #include "generator/codegen/passes.h"
 #include "generator/target/target.h"
 

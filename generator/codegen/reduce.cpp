@@ -6,6 +6,7 @@
 //   result = LOAD(AFTER(acc, init, END))
 // AFTER orders the accesses; the linearizer places each at the depth of the ranges it uses.
 #include "generator/codegen/passes.h"
+#include "generator/symbolic/symbolic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -65,10 +66,17 @@ const UOp* reduce_with_lanes(const UOp* r, ReduceContext& rc, std::vector<const 
 
 // A reduction over a GroupReduce range g (GROUP's, one per work item of a work group), as
 // tinygrad's fix_group_for_reduce makes it: each work item reduces the rest of the ranges into a
-// partial, stores it in a local buffer at g, and every work item then reduces the buffer (the
-// barrier between the two is the stage "implicit barriers"'s; gpu dims lets one item store):
-//   temp = BUFFER:T*local(n);  END(STORE(INDEX(temp, g), REDUCE(x, rest...)), g)
-//   REDUCE(LOAD(INDEX(AFTER(temp, that), k)), k)   (k: a new Reduce range of n)
+// partial and stores it in a local buffer at g (gpu dims makes g the item's id). The group's n
+// partials are then combined in halving steps, each after the last (the barriers are the stage
+// "implicit barriers"'s): of w partials, the items below w - h (h = w - w / 2) add the one h
+// further on into their own, leaving h; after the last step every item reads the result from
+// element 0. log2(n) steps of one load pair each, not n loads by each of n items (a softmax row's
+// two reductions of 256 items each read 512 partials back, 8x a 4096-row's share):
+//   temp = BUFFER:T*local(n);  t0 = AFTER(temp, END(STORE(INDEX(temp, g), REDUCE(x, rest...)), g))
+//   t1 = AFTER(temp, END(STORE(INDEX(t0, g if g < w-h), LOAD(t0[g]) op LOAD(t0[g+h] if g < w-h)), g)) ...
+//   LOAD(INDEX(t_last, 0))
+// The items above a step's count store nothing and read nothing past the buffer (their loads and
+// stores are gated); every item reaches every barrier.
 const UOp* group_to_local(const UOp* r, ReduceContext& rc, const UOp* g) {
   Context& ctx = r->ctx();
   std::vector<const UOp*> rest{r->src(0)};
@@ -80,17 +88,23 @@ const UOp* group_to_local(const UOp* r, ReduceContext& rc, const UOp* g) {
     }
   if (g->src(0)->op != Op::CONST) throw InternalError("remove reduces: a group range of symbolic size");
   const int64_t n = g->src(0)->ival();
+  const Op op = r->arg<ReduceArg>().op;
   const UOp* partial = rest.size() == 1 ? r->src(0) : r->with_src(rest);
   const UOp* temp =
       ctx.make(Op::BUFFER, r->dtype.as_ptr(AddrSpace::Local), {ctx.cint(n)}, ParamArg{rc.local_num++, n, {}});
-  const UOp* stored =
-      ctx.make(Op::END, dtypes::void_,
-               {ctx.make(Op::STORE, dtypes::void_, {ctx.make(Op::INDEX, r->dtype, {temp, g}), partial}), g});
-  const UOp* k = ctx.make(Op::RANGE, g->dtype, {g->src(0)}, RangeArg{rc.next_axis++, AxisType::Reduce, -1});
-  const UOp* item = ctx.make(Op::LOAD, r->dtype,
-                             {ctx.make(Op::INDEX, r->dtype, {ctx.make(Op::AFTER, temp->dtype, {temp, stored}), k})});
-  const UOp* const final_src[] = {item, k};
-  return r->with_src(final_src);
+  auto at = [&](const UOp* buf, const UOp* i) { return ctx.make(Op::INDEX, r->dtype, {buf, i}); };
+  const UOp* done = ctx.make(Op::END, dtypes::void_, {ctx.make(Op::STORE, dtypes::void_, {at(temp, g), partial}), g});
+  for (int64_t w = n; w > 1; w -= w / 2) {
+    const int64_t h = w - w / 2;
+    const UOp* cur = ctx.make(Op::AFTER, temp->dtype, {temp, done});
+    const UOp* active = Expr(g) < (w - h);
+    const UOp* mine = ctx.make(Op::LOAD, r->dtype, {at(cur, g)});
+    const UOp* other = ctx.make(Op::LOAD, r->dtype, {gate_index(at(cur, Expr(g) + h), active)});
+    const UOp* store =
+        ctx.make(Op::STORE, dtypes::void_, {gate_index(at(cur, g), active), ctx.make(op, r->dtype, {mine, other})});
+    done = ctx.make(Op::END, dtypes::void_, {store, g});
+  }
+  return ctx.make(Op::LOAD, r->dtype, {at(ctx.make(Op::AFTER, temp->dtype, {temp, done}), ctx.cint(0, g->dtype))});
 }
 
 const UOp* reduce_to_acc(const Match& m, void* vctx) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "generator/codegen/bounds.h"
@@ -221,7 +222,9 @@ TEST(OpenclGpuDims, OutputLoopsBecomeIdsInnermostFirst) {
 
 // A softmax's columns stay a loop: its row max and sum depend on the row only, so with one work
 // item per element each would run them all again (256x1024 took 860 ms on PoCL, 1 ms with one work
-// item per row); a transposed copy's loops both become ids
+// item per row); a transposed copy's loops both become ids. The output loops on the grid as
+// mark_global_axes leaves them, without the heuristics' opts (which share softmax's columns among a
+// work group per row: SoftmaxAndLayernormTakeAWorkGroupPerRow)
 TEST(OpenclGpuDims, LoopsNoReductionDependsOnStayLoops) {
   Context ctx;
   const UOp* r = ctx.var("R", 1, 4096);
@@ -235,6 +238,7 @@ TEST(OpenclGpuDims, LoopsNoReductionDependsOnStayLoops) {
       const UOp* after = nullptr;
       codegen::PipelineOptions o;
       o.target = &opencl();
+      o.tuned = codegen::TunedOpts{};
       o.after_stage = [&](std::string_view n, const UOp* sink) {
         if (n == "gpu dims") after = sink;
       };
@@ -327,7 +331,8 @@ TEST(OpenclGpuDims, CpuTargetsGetNoIds) {
 // A long reduction of few outputs is shared by a work group (GROUP): a local buffer after "remove
 // reduces" ("local buffers" checks it), the group's ids after "gpu dims" (gidx for the groups,
 // lidx for the items), a barrier between the local stores and the reads after "implicit
-// barriers", and a launch of 16 groups of 256; one work item stores each result
+// barriers" (and before each of the 8 steps that halve the partials), and a launch of 16 groups of
+// 256; one work item stores each result
 TEST(OpenclGroup, ALongReductionOfFewOutputsIsSharedByAWorkGroup) {
   Context ctx;
   Tensor a = Tensor::input(ctx, "a", dtypes::float32, {16, 4096}), x = Tensor::input(ctx, "x", dtypes::float32, {4096});
@@ -352,20 +357,20 @@ TEST(OpenclGroup, ALongReductionOfFewOutputsIsSharedByAWorkGroup) {
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<std::string>{"gidx0", "lidx0"}));
   EXPECT_EQ(count_op(after.at("remove reduces"), Op::BARRIER), 0u);
-  EXPECT_EQ(count_op(after.at("implicit barriers"), Op::BARRIER), 1u);
+  EXPECT_EQ(count_op(after.at("implicit barriers"), Op::BARRIER), 9u);  // the partials', 8 halving steps'
   ASSERT_TRUE(k.global_size[0] && k.local_size[0]);
   EXPECT_EQ(k.global_size[0]->ival(), 16);
   EXPECT_EQ(k.local_size[0]->ival(), 256);
   EXPECT_EQ(k.local_size[1], nullptr);
   for (const char* text : {"__local float temp0[256];", "barrier(CLK_LOCAL_MEM_FENCE);", "get_local_id(0)",
-                           "get_group_id(0)", "if ((lidx0 < 1)) data0[gidx0] = "})
+                           "get_group_id(0)", "= temp0[0];", "if (alu0) data0[gidx0] = " /* gated to item 0 */})
     EXPECT_NE(k.source.find(text), std::string::npos) << text << "\n" << k.source;
   // the store is the only global one, and the barrier comes before the partials are read back
   EXPECT_LT(k.source.find("barrier("), k.source.find("= temp0["));
 }
 
 // What is not grouped: many outputs (each work item has its own reduction to do), a short
-// reduction, two reductions in one kernel (softmax), and a CPU target
+// reduction, and a CPU target
 TEST(OpenclGroup, ManyOutputsShortReductionsAndTheCpuAreNotGrouped) {
   Context ctx;
   const UOp* n = ctx.var("N", 1, 4096);
@@ -389,9 +394,115 @@ TEST(OpenclGroup, ManyOutputsShortReductionsAndTheCpuAreNotGrouped) {
   };
   EXPECT_EQ(opts_of(big, big.sum({1}), opencl()), "");
   EXPECT_EQ(opts_of(shorter, shorter.sum({1}), opencl()), "");
-  EXPECT_EQ(opts_of(rows, rows.softmax(-1), opencl()).find("GROUP"), std::string::npos);
+  // softmax's two reductions each GROUPed, its columns shared (SoftmaxAndLayernormTakeAWorkGroupPerRow)
+  EXPECT_EQ(opts_of(rows, rows.softmax(-1), opencl()), "GROUP(2, 64) GROUP(3, 64) LOCAL(1, 64) ");
   EXPECT_EQ(opts_of(rows, rows.sum({1}), opencl()), "GROUP(1, 256) ");
   EXPECT_EQ(opts_of(rows, rows.sum({1}), *target::find("cpu")).find("GROUP"), std::string::npos);
+}
+
+// Softmax and layernorm: a work group per row. Each reduction (max and sum, mean and variance) is
+// GROUPed by one group of 64 items (about the square root of the rows' 4096) and the stored columns
+// are shared among them (LOCAL): after "gpu dims" every item id is lidx0, the local buffers (one
+// per reduction) each have a barrier before each halving step, and the store is every item's, at
+// its own columns (no gate to item 0)
+TEST(OpenclGroup, SoftmaxAndLayernormTakeAWorkGroupPerRow) {
+  Context ctx;
+  const UOp* d = ctx.var("D", 1, 4096);
+  Tensor x = Tensor::input(ctx, "x", dtypes::float32, {64, d});
+  for (const Tensor& out : {x.softmax(-1), x.layernorm(-1)}) {
+    std::vector<Tensor> ins{x}, outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "rows");
+    ASSERT_EQ(s.kernels.size(), 1u);
+    std::map<std::string, const UOp*> after;
+    std::vector<std::string> applied;
+    codegen::PipelineOptions o;
+    o.target = &opencl();
+    o.applied_opts = &applied;
+    o.after_stage = [&](std::string_view n, const UOp* sink) { after[std::string(n)] = sink; };
+    codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    std::string all;
+    for (const std::string& a : applied) all += a + " ";
+    ASSERT_EQ(applied.size(), 4u) << all;  // two GROUPs, PADTO and LOCAL of the columns
+    EXPECT_EQ(applied[0].rfind("GROUP(", 0), 0u) << all;
+    EXPECT_EQ(applied[1].rfind("GROUP(", 0), 0u) << all;
+    EXPECT_EQ(applied[2].rfind("PADTO(", 0), 0u) << all;
+    EXPECT_EQ(applied[3].rfind("LOCAL(", 0), 0u) << all;
+    for (const std::string& a : applied) EXPECT_NE(a.find(", 64)"), std::string::npos) << all;
+    size_t local_buffers = 0;
+    for (const UOp* u : toposort(after.at("local buffers")))
+      local_buffers += u->op == Op::BUFFER && u->dtype.addrspace == AddrSpace::Local;
+    EXPECT_EQ(local_buffers, 2u);
+    std::set<std::string> ids;
+    for (const UOp* u : toposort(after.at("gpu dims")))
+      if (u->op == Op::SPECIAL) ids.insert(std::string(u->arg<Name>().s));
+    EXPECT_EQ(ids, (std::set<std::string>{"gidx0", "lidx0"}));
+    EXPECT_EQ(count_op(after.at("implicit barriers"), Op::BARRIER), 2u * 7u);  // each: the partials, 6 halvings
+    ASSERT_TRUE(k.global_size[0] && k.local_size[0]);
+    EXPECT_EQ(k.global_size[0]->ival(), 64);
+    EXPECT_EQ(k.local_size[0]->ival(), 64);
+    EXPECT_EQ(k.source.find("if ((lidx0 < 1)) data0"), std::string::npos) << k.source;  // every item stores
+  }
+}
+
+// Against the oracle: softmax, log-softmax and layernorm over rows of lengths about the group's
+// multiples (1 and 2 leave most items idle, 255..257 pad), softmax over the columns (the reductions
+// read a column, the items rows apart), with edge values: a NaN, +inf, a row of -inf (its softmax
+// is NaN), halves; and a database's GROUP and LOCAL of 48 items (the columns padded to 48's
+// multiples)
+TEST_F(OpenclTest, RowsSharedByAWorkGroup) {
+  const UOp* d = ctx.var("D", 1, 3000);
+  Tensor x = input("x", {4, d});
+  const std::vector<std::map<std::string, int64_t>> lengths = {{{"D", 1}},   {{"D", 2}},   {{"D", 255}},
+                                                               {{"D", 256}}, {{"D", 257}}, {{"D", 3000}}};
+  expect_matches({x.softmax(-1)}, lengths);
+  expect_matches({x.log_softmax(-1)}, lengths);
+  expect_matches({x.layernorm(-1)}, lengths);
+  Tensor cols = input("cols", {d, 5});
+  expect_matches({cols.softmax(0)}, lengths);
+  edit = [](std::vector<std::vector<double>>& in) {
+    std::vector<double>& v = in[0];
+    const size_t len = v.size() / 4;
+    v[len - 1] = NAN;
+    v[len] = INFINITY;
+    for (size_t j = 0; j < len; ++j) v[2 * len + j] = -INFINITY, v[3 * len + j] = 0.5;
+  };
+  expect_matches({x.softmax(-1)}, lengths);
+  expect_matches({x.layernorm(-1)}, lengths);
+  edit = nullptr;
+  // the heuristic's opts for out's kernel
+  auto heuristic = [&](const Tensor& out) {
+    const std::vector<Tensor> outs{out};
+    schedule::Schedule s = schedule::schedule(ins, outs, "h");
+    std::vector<std::string> applied;
+    codegen::PipelineOptions o;
+    o.target = &opencl();
+    o.applied_opts = &applied;
+    codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    std::vector<codegen::Opt> opts;
+    for (const std::string& a : applied) {
+      std::optional<codegen::Opt> opt = codegen::parse_opt(a);
+      EXPECT_TRUE(opt) << a;
+      if (opt) opts.push_back(*opt);
+    }
+    return opts;
+  };
+  std::vector<codegen::Opt> with48 = heuristic(x.softmax(-1));
+  ASSERT_EQ(with48.size(), 4u);
+  for (codegen::Opt& o : with48) o.amount = 48;
+  tuned = codegen::TunedOpts{with48, 0};
+  expect_matches({x.softmax(-1)}, lengths);
+  tuned.reset();
+  // a nest of two loops after a reduction of all of y (transposed: the loops do not merge): only
+  // the inner one is shared (two on lidx0 would store only where they are equal), and a
+  // database's LOCAL of the outer one as well is refused
+  Tensor y = input("y", {6, d});
+  const Tensor centred = y.permute({1, 0}) - y.max();
+  expect_matches({centred}, lengths);
+  std::vector<codegen::Opt> opts = heuristic(centred);
+  ASSERT_FALSE(opts.empty());
+  ASSERT_EQ(opts.back().kind, codegen::Opt::Kind::Local);
+  opts.push_back({codegen::Opt::Kind::Local, 1 - opts.back().axis, opts.back().amount});
+  EXPECT_NE(refusal(centred, {opts, 0}).find("is shared among the group's items already"), std::string::npos);
 }
 
 // Grouped reductions propagate NaN and infinities and pad with each reduction's identity: a NaN in
@@ -416,8 +527,8 @@ TEST_F(OpenclTest, GroupedReductionsOfEdgeValues) {
 
 // A database's GROUP and GROUPTOP on a GPU target: a group of 48 (not a power of two: the
 // reduction padded to 48's multiples), GROUPTOP's contiguous runs, each against the oracle; a
-// group larger than the target's work group, GROUP of an output axis, of a kernel with two
-// reductions, and a CPU target's reduction block are refused with the reason
+// group larger than the target's work group, GROUP of an output axis, two GROUPs of different
+// sizes in one kernel (softmax's), and a CPU target's reduction block are refused with the reason
 TEST_F(OpenclTest, TunedGroupAndGroupTop) {
   const UOp* n = ctx.var("N", 1, 2000);
   Tensor x = input("x", {3, n});
@@ -433,7 +544,12 @@ TEST_F(OpenclTest, TunedGroupAndGroupTop) {
   using K = codegen::Opt::Kind;
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 4096}}, 0}).find("does not fit opencl's"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 0, 2}}, 0}).find("GROUP splits reductions"), std::string::npos);
-  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 1, 16}}, 0}).find("one reduction and one store"), std::string::npos);
+  // softmax: its reductions are axes 2 and 3, its stored columns axis 1
+  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 2, 16}, {K::Group, 3, 32}}, 0}).find("has 16 items already"),
+            std::string::npos);
+  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 1, 16}}, 0}).find("GROUP splits reductions"), std::string::npos);
+  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 2, 16}, {K::Group, 2, 16}}, 0}).find("grouped already"),
+            std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{}, 64}).find("a reduction block is for CPU targets"), std::string::npos);
 }
 
@@ -493,8 +609,9 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
 }
 
 // A database's LOCAL: work groups of an elementwise kernel's two loops against the oracle; a group
-// past the target's items, LOCAL of a reduction, LOCAL beside GROUP (either order) and LOCAL on a
-// CPU target are refused with the reason
+// past the target's items, LOCAL of a reduction, LOCAL of a grid loop beside GROUP, GROUP after
+// LOCAL, LOCAL of softmax's columns not of the group's size, and LOCAL on a CPU target are refused
+// with the reason
 TEST_F(OpenclTest, TunedLocal) {
   // y transposed: the two loops stay two (contiguous ones would be merged into one)
   Tensor x = input("x", {32, 48}), y = input("y", {48, 32});
@@ -506,10 +623,15 @@ TEST_F(OpenclTest, TunedLocal) {
   expect_matches({x.sum({1}), x * 2.0f});
   EXPECT_NE(refusal(xy, {{{K::Local, 1, 16}, {K::Local, 0, 32}}, 0}).find("do not fit opencl's"), std::string::npos);
   EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 1, 4}}, 0}).find("LOCAL splits a loop on the grid"), std::string::npos);
-  EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 16}, {K::Local, 0, 4}}, 0}).find("LOCAL and GROUP in one kernel"),
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Group, 1, 16}, {K::Local, 0, 4}}, 0}).find("LOCAL shares an output loop"),
             std::string::npos);
-  EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 0, 4}, {K::Group, 1, 16}}, 0}).find("without work groups yet"),
+  EXPECT_NE(refusal(x.sum({1}), {{{K::Local, 0, 4}, {K::Group, 1, 16}}, 0}).find("GROUP comes before LOCAL"),
             std::string::npos);
+  // softmax: LOCAL of its columns (axis 1) takes the group's size
+  EXPECT_NE(refusal(x.softmax(-1), {{{K::Group, 2, 16}, {K::Group, 3, 16}, {K::Local, 1, 8}}, 0})
+                .find("the kernel's work group has 16 items"),
+            std::string::npos);
+  EXPECT_EQ(refusal(x.softmax(-1), {{{K::Group, 2, 16}, {K::Group, 3, 16}, {K::Local, 1, 16}}, 0}), "applied");
   EXPECT_NE(refusal(xy, {{{K::Local, 0, 4}}, 0}, *target::find("cpu")).find("LOCAL needs a GPU target"),
             std::string::npos);
 }

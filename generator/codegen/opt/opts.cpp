@@ -241,6 +241,77 @@ const UOp* swap(const UOp* sink, const Opt& opt, std::string* why) {
   return substitute(sink, map);
 }
 
+// Why GROUP(axis, amount) cannot share reduction r among a work group, or "" where it can. Each
+// reduction of the kernel may be grouped (softmax's max and sum, layernorm's mean and variance),
+// all by one group: every GROUP of a kernel has the same amount, its items are "lidx0" (gpu dims).
+// One store, which gpu dims gives to the group's item 0 where all items compute the same value,
+// and no reduction inside an output loop: the partials' local buffer is written once, so nothing
+// can write it again while another item still reads it (a barrier after the reads would be needed).
+std::string group_misfit(const UOp* sink, const Opt& opt, const UOp* r) {
+  int64_t stores = 0;
+  for (const UOp* u : toposort(sink)) {
+    stores += u->op == Op::STORE;
+    if (u->op != Op::RANGE) continue;
+    const AxisType t = u->arg<RangeArg>().type;
+    if (t == AxisType::Local) return "GROUP comes before LOCAL in one kernel";
+    if (t == AxisType::GroupReduce && u->src(0)->ival() != opt.amount)
+      return "the kernel's work group has " + std::to_string(u->src(0)->ival()) +
+             " items already (each GROUP of a kernel shares it)";
+  }
+  if (stores != 1) return std::string(kind_name(opt.kind)) + " takes a kernel of one store";
+  for (const UOp* u : toposort(sink)) {
+    if (u->op != Op::REDUCE || !r || !lists(u, r)) continue;
+    for (const UOp* x : u->src().subspan(1))
+      if (x->op == Op::RANGE && x->arg<RangeArg>().type == AxisType::GroupReduce)
+        return "its reduction is grouped already";
+    for (const UOp* x : toposort(u->src(0)))
+      if (x->op == Op::RANGE && x->arg<RangeArg>().type == AxisType::Loop && !lists(u, x))
+        return "its reduction lies inside an output loop (" + axis_str(x->arg<RangeArg>().axis) +
+               "), which would write the partials again while other items read them";
+  }
+  return "";
+}
+
+// LOCAL of an output loop in a grouped kernel (softmax's stored columns): the loop's iterations
+// are shared among the group's items, each taking every amount-th one (r -> outer * amount + lidx0:
+// neighbouring items store neighbouring elements). The group's size, a loop no reduction depends on
+// (the loop runs after the group's reductions, the same count on every item), and a kernel that
+// does not read what it stores (one item's stores are not another's to read).
+const UOp* share_loop(const UOp* sink, const Opt& opt, std::string* why) {
+  const UOp* r = find_range(sink, opt.axis);
+  if (!r) return refuse(why, "no range with " + axis_str(opt.axis));
+  if (r->arg<RangeArg>().type != AxisType::Loop)
+    return refuse(why, opt.str() + ": in a kernel with GROUP, LOCAL shares an output loop among the group's items, " +
+                           axis_str(opt.axis) + " is a " + std::string(axis_type_name(r->arg<RangeArg>().type)) +
+                           " range");
+  const std::vector<const UOp*> topo = toposort(sink);
+  std::unordered_set<const UOp*> targets, stored;
+  auto buffer = [](const UOp* b) {
+    while (b->op == Op::AFTER) b = b->src(0);
+    return b;
+  };
+  for (const UOp* u : topo) {
+    if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce && u->src(0)->ival() != opt.amount)
+      return refuse(why, opt.str() + ": the kernel's work group has " + std::to_string(u->src(0)->ival()) +
+                             " items (LOCAL shares a loop among them)");
+    if (u->op == Op::REDUCE && contains(u, r))
+      return refuse(why, opt.str() + ": a reduction depends on " + axis_str(opt.axis) +
+                             " (LOCAL shares a loop that runs after the group's reductions)");
+    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX)
+      targets.insert(u->src(0)), stored.insert(buffer(u->src(0)->src(0)));
+    // two loops of one nest on the same id would run only the pairs where they are equal
+    if (u->op == Op::STORE && contains(u, r))
+      for (const UOp* x : toposort(u))
+        if (x->op == Op::RANGE && x->arg<RangeArg>().type == AxisType::Local)
+          return refuse(why, opt.str() + ": a loop of the same nest (" + axis_str(x->arg<RangeArg>().axis) +
+                                 "'s) is shared among the group's items already");
+  }
+  for (const UOp* u : topo)
+    if (u->op == Op::INDEX && !targets.count(u) && stored.count(buffer(u->src(0))))
+      return refuse(why, opt.str() + ": the kernel reads a buffer it stores, which other items' shares would write");
+  return split_range(sink, opt, why);
+}
+
 }  // namespace
 
 const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why, bool local_memory) {
@@ -264,32 +335,22 @@ const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why, bool loc
       if (!local_memory) return refuse(why, "LOCAL needs a GPU target's work groups; the CPU target has none");
       // a Global loop split into work groups (the outer part, still Global) of `amount` items
       const UOp* r = find_range(sink, opt.axis);
-      if (r && r->arg<RangeArg>().type != AxisType::Global)
+      const bool grouped = std::ranges::any_of(toposort(sink), [](const UOp* u) {
+        return u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce;
+      });
+      if (r && r->arg<RangeArg>().type != AxisType::Global && !grouped)
         return refuse(why, opt.str() + ": LOCAL splits a loop on the grid, " + axis_str(opt.axis) + " is a " +
                                std::string(axis_type_name(r->arg<RangeArg>().type)) + " range");
-      for (const UOp* u : toposort(sink))
-        if (u->op == Op::RANGE && u->arg<RangeArg>().type == AxisType::GroupReduce)
-          return refuse(why, opt.str() + ": LOCAL and GROUP in one kernel are not supported yet");
-      return split_range(sink, opt, why);
+      return grouped ? share_loop(sink, opt, why) : split_range(sink, opt, why);
     }
     case Opt::Kind::Group:
     case Opt::Kind::GroupTop:
       if (local_memory) {
-        // one group's partials in one local buffer, one result stored by one work item (gpu dims)
-        int64_t reduces = 0, stores = 0, groups = 0;
-        for (const UOp* u : toposort(sink)) {
-          reduces += u->op == Op::REDUCE, stores += u->op == Op::STORE;
-          // a group already, or LOCAL's work groups (the two in one kernel: not yet)
-          groups += u->op == Op::RANGE &&
-                    (u->arg<RangeArg>().type == AxisType::GroupReduce || u->arg<RangeArg>().type == AxisType::Local);
-        }
-        if (reduces != 1 || stores != 1 || groups != 0)
-          return refuse(why, opt.str() + ": " + kind_name(opt.kind) +
-                                 " takes a kernel of one reduction and one store, without work groups yet");
         const UOp* r = find_range(sink, opt.axis);
         if (r && r->arg<RangeArg>().type != AxisType::Reduce)
           return refuse(why, opt.str() + ": " + kind_name(opt.kind) + " splits reductions, " + axis_str(opt.axis) +
                                  " is not one");
+        if (std::string no = group_misfit(sink, opt, r); !no.empty()) return refuse(why, opt.str() + ": " + no);
         // a reduction of any length: padded to a multiple of the group first
         const UOp* padded = padto(sink, Opt{Opt::Kind::Padto, opt.axis, opt.amount}, why);
         return padded ? split_range(padded, opt, why) : nullptr;

@@ -44,8 +44,13 @@ struct Opt {
 //     multiple of `amount` (PADTO) and split into a GroupReduce range of `amount`, the work items of
 //     one group, and a Reduce range each of them runs: GROUP r -> rest * amount + g (neighbouring
 //     work items read neighbouring elements), GROUPTOP r -> g * (end / amount) + rest. "remove
-//     reduces" combines the group's partial results through local memory.
-//   LOCAL / TC, and GROUP / GROUPTOP without local memory: refused, the CPU target has no local
+//     reduces" combines the group's partial results through local memory. A kernel of one store;
+//     several reductions may each be grouped, all by one amount (one group shares them).
+//   LOCAL (with `local_memory`): splits a Global loop into work groups of `amount` items (Local,
+//     "lidx<d>"); in a kernel with GROUP, instead an output loop no reduction depends on is shared
+//     among the group's items (r -> outer * amount + lidx0), `amount` the group's size, one loop
+//     per nest, in a kernel that does not read what it stores.
+//   TC, and GROUP / GROUPTOP / LOCAL without local memory: refused, the CPU target has no local
 //     memory or tensor cores.
 const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr, bool local_memory = false);
 
@@ -106,7 +111,9 @@ const UOp* mark_global_axes(const UOp* sink);
 // The GPU heuristics (gpu_heuristic.cpp): mark_global_axes, then, for a kernel of one store of at
 // most 2048 outputs whose one reduction (a sum, product or max) is at least 128 long, GROUP that
 // reduction over a work group (a power of two of work items, up to the target's work-group size
-// and a quarter of the reduction). Returns the opts it applied to `sink`.
+// and a quarter of the reduction); for a kernel whose output loop uses its reductions' results
+// (softmax, layernorm), a work group per row (every reduction GROUPed, the loop shared by LOCAL);
+// for a matmul, register tiles and work groups. Returns the opts it applied to `sink`.
 std::vector<Opt> gpu_optimizations(const UOp*& sink, const target::Target& t);
 
 // Splits every reduction whose body uses no lane loop, over at least 2 * width steps, into

@@ -140,6 +140,24 @@ size_t count_op(const UOp* sink, Op op) {
   return n;
 }
 
+// a schedule's one kernel compiled for opencl by the heuristics: the opts they applied, the graph
+// after each stage, the kernel
+struct Observed {
+  std::vector<std::string> applied;
+  std::map<std::string, const UOp*> after;
+  codegen::CKernel k;
+};
+
+Observed observe(const schedule::Schedule& s) {
+  Observed ob;
+  codegen::PipelineOptions o;
+  o.target = &opencl();
+  o.applied_opts = &ob.applied;
+  o.after_stage = [&](std::string_view n, const UOp* sink) { ob.after[std::string(n)] = sink; };
+  ob.k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  return ob;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- the kernel kinds, on the device
@@ -339,13 +357,8 @@ TEST(OpenclGroup, ALongReductionOfFewOutputsIsSharedByAWorkGroup) {
   std::vector<Tensor> ins{a, x}, outs{a.matmul(x)};
   schedule::Schedule s = schedule::schedule(ins, outs, "mv");
   ASSERT_EQ(s.kernels.size(), 1u);
-  std::map<std::string, const UOp*> after;
-  std::vector<std::string> applied;
-  codegen::PipelineOptions o;
-  o.target = &opencl();
-  o.applied_opts = &applied;
-  o.after_stage = [&](std::string_view n, const UOp* sink) { after[std::string(n)] = sink; };
-  codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+  const Observed ob = observe(s);
+  const auto& [applied, after, k] = ob;
   EXPECT_EQ(applied, (std::vector<std::string>{"GROUP(1, 256)"}));
   size_t local_buffers = 0;
   for (const UOp* u : toposort(after.at("local buffers")))
@@ -413,13 +426,8 @@ TEST(OpenclGroup, SoftmaxAndLayernormTakeAWorkGroupPerRow) {
     std::vector<Tensor> ins{x}, outs{out};
     schedule::Schedule s = schedule::schedule(ins, outs, "rows");
     ASSERT_EQ(s.kernels.size(), 1u);
-    std::map<std::string, const UOp*> after;
-    std::vector<std::string> applied;
-    codegen::PipelineOptions o;
-    o.target = &opencl();
-    o.applied_opts = &applied;
-    o.after_stage = [&](std::string_view n, const UOp* sink) { after[std::string(n)] = sink; };
-    codegen::CKernel k = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
+    const Observed ob = observe(s);
+    const auto& [applied, after, k] = ob;
     std::string all;
     for (const std::string& a : applied) all += a + " ";
     ASSERT_EQ(applied.size(), 4u) << all;  // two GROUPs, PADTO and LOCAL of the columns
@@ -472,14 +480,8 @@ TEST_F(OpenclTest, RowsSharedByAWorkGroup) {
   // the heuristic's opts for out's kernel
   auto heuristic = [&](const Tensor& out) {
     const std::vector<Tensor> outs{out};
-    schedule::Schedule s = schedule::schedule(ins, outs, "h");
-    std::vector<std::string> applied;
-    codegen::PipelineOptions o;
-    o.target = &opencl();
-    o.applied_opts = &applied;
-    codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
     std::vector<codegen::Opt> opts;
-    for (const std::string& a : applied) {
+    for (const std::string& a : observe(schedule::schedule(ins, outs, "h")).applied) {
       std::optional<codegen::Opt> opt = codegen::parse_opt(a);
       EXPECT_TRUE(opt) << a;
       if (opt) opts.push_back(*opt);

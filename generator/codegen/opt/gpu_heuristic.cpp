@@ -211,6 +211,20 @@ std::vector<Opt> group_rows(const UOp*& sink, const target::Target& t) {
 
 }  // namespace
 
+bool reads_what_it_stores(const UOp* sink) {
+  auto buffer = [](const UOp* b) {
+    while (b->op == Op::AFTER) b = b->src(0);
+    return b;
+  };
+  std::unordered_set<const UOp*> targets, stored;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX)
+      targets.insert(u->src(0)), stored.insert(buffer(u->src(0)->src(0)));
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::INDEX && !targets.count(u) && stored.count(buffer(u->src(0)))) return true;
+  return false;
+}
+
 const UOp* mark_global_axes(const UOp* sink) {
   std::vector<const UOp*> common;  // the output loops of every END at the top, outermost first
   for (size_t i = 0; i < sink->nsrc(); ++i) {
@@ -223,17 +237,7 @@ const UOp* mark_global_axes(const UOp* sink) {
         mine.push_back(r);
     common = std::move(mine);
   }
-  auto buffer = [](const UOp* b) {
-    while (b->op == Op::AFTER) b = b->src(0);
-    return b;
-  };
-  std::unordered_set<const UOp*> targets, stored;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::STORE && u->src(0)->op == Op::INDEX)
-      targets.insert(u->src(0)), stored.insert(buffer(u->src(0)->src(0)));
-  // a buffer the kernel stores and also reads: another work item may read what one stores
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::INDEX && !targets.count(u) && stored.count(buffer(u->src(0)))) return sink;
+  if (reads_what_it_stores(sink)) return sink;  // another work item may read what one stores
   // An output loop some reduction does not depend on (softmax's and layernorm's columns: the row's
   // max and sum are the same for all of them) stays a loop in each work item: on the grid, every
   // item would compute the whole reduction again, D times the work of a row.

@@ -108,6 +108,10 @@ const UOp* mark_thread_axis(const UOp* sink);
 // that reads a buffer it stores (its work items could race) or has no output loop.
 const UOp* mark_global_axes(const UOp* sink);
 
+// (gpu_heuristic.cpp) Does the kernel read, at an INDEX other than a store's, a buffer it stores?
+// Work items that split its loops could then read what another one stores.
+bool reads_what_it_stores(const UOp* sink);
+
 // The GPU heuristics (gpu_heuristic.cpp): mark_global_axes, then, for a kernel of one store of at
 // most 2048 outputs whose one reduction (a sum, product or max) is at least 128 long, GROUP that
 // reduction over a work group (a power of two of work items, up to the target's work-group size

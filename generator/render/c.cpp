@@ -30,7 +30,9 @@ class CRenderer {
     out_.clear();
     out_.reserve(32 * lin_.size() + 256);
     pool_.reserve(16 * lin_.size());
-    if (!shapes_.empty()) {
+    if (!shapes_.empty() && d_ == Dialect::OpenCL) {  // OpenCL C's own vectors
+      for (auto [bits, lanes] : shapes_) out_ += opencl_vector_helpers(bits, lanes);
+    } else if (!shapes_.empty()) {
       out_ +=
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
       for (auto [bits, lanes] : shapes_) out_ += vector_helpers(bits, lanes);
@@ -131,14 +133,20 @@ class CRenderer {
   // how the operator table spells d (vector names are made once per kernel)
   Spelling names(DType d) {
     if (d.count == 1) return {false, scalar_type(d, d_), unsigned_type(d, d_), {}, d_};
-    if (gpu_dialect(d_)) throw InternalError("render GPU C: vector " + to_string(d) + " (not rendered yet)");
+    if (d_ == Dialect::Cuda) throw InternalError("render CUDA: vector " + to_string(d) + " (not rendered yet)");
     auto [it, fresh] = vnames_.try_emplace(d.key());
     if (fresh) {
-      std::string sfx = vector_suffix(d, is_bool(d) ? mask_bits(d) : 0);
-      std::string u = "kiln_vu" + sfx.substr(2);
-      it->second = {"kiln_" + sfx, u, sfx};
+      const int bits = is_bool(d) ? mask_bits(d) : 0;
+      std::string sfx = vector_suffix(d, bits);
+      if (d_ == Dialect::OpenCL) {  // float4, int4; integer math wraps through uint4
+        DType u =
+            is_float(d) || is_bool(d) ? d : DType(bitsize(d) == 64 ? Scalar::Uint64 : Scalar::Uint32).vec(d.count);
+        it->second = {opencl_vector_type(d, bits), opencl_vector_type(u, bits), sfx};
+      } else {
+        it->second = {"kiln_" + sfx, "kiln_vu" + sfx.substr(2), sfx};
+      }
     }
-    return {true, it->second[0], it->second[1], it->second[2]};
+    return {true, it->second[0], it->second[1], it->second[2], d_};
   }
 
   // Starts a line of C at u's loop depth; the caller appends the rest, newline included.
@@ -201,6 +209,9 @@ class CRenderer {
     const UOp* b = buffer(buf);
     DType e = b->dtype.elem();
     if (d.count > 1 && b->op == Op::PARAM) return cat(o, '&', ex(b), '[', ex(i), ']');
+    if (e.count > 1 && d.count == 1 && d_ == Dialect::OpenCL)  // OpenCL C has no [] on a vector
+      return cat(o, "((", scalar_type(d, d_), "*)&", ex(b), '[', ex(i), " / ", int(e.count), "])[", ex(i), " % ",
+                 int(e.count), ']');
     if (e.count > 1) {
       cat(o, ex(b), '[', ex(i), " / ", int(e.count), ']');
       if (d.count == 1) cat(o, '[', ex(i), " % ", int(e.count), ']');
@@ -245,6 +256,7 @@ class CRenderer {
       splat &= s == u->src(0);
     }
     auto lane = [&](const UOp* s) {
+      if (mask && d_ == Dialect::OpenCL) return cat(e_, mask_bits(u->dtype) == 64 ? "-(long)(" : "-(int)(", ex(s), ')');
       if (mask) return cat(e_, "-(int", mask_bits(u->dtype), "_t)(", ex(s), ')');
       put(e_, ex(s));
     };
@@ -253,13 +265,14 @@ class CRenderer {
       cat(e_, "kiln_splat_", t.sfx, '(');
       lane(u->src(0));
       e_ += ')';
-    } else {
-      cat(e_, "((", t.type, "){");
+    } else {  // OpenCL's vector literal is (float4)(a, b, c, d)
+      const bool cl = d_ == Dialect::OpenCL;
+      cat(e_, "((", t.type, cl ? ")(" : "){");
       for (size_t k = 0; k < u->nsrc(); ++k) {
         if (k) e_ += ", ";
         lane(u->src(k));
       }
-      e_ += "})";
+      e_ += cl ? "))" : "})";
     }
     if (constant) return set_expr(u, e_);  // spelled where used, as a literal is
     value(u, "vec");
@@ -340,7 +353,7 @@ class CRenderer {
         std::string_view t = scalar_type(d, d_), bound = ex(u->src(0));
         // a loop over vectors: unrolled, so that an accumulator of vectors lives in registers
         if (at(u).vector_loop && u->src(0)->op == Op::CONST)
-          cat(line_at(u), "#pragma GCC unroll ", u->src(0)->ival(), '\n');
+          cat(line_at(u), gpu_dialect(d_) ? "#pragma unroll " : "#pragma GCC unroll ", u->src(0)->ival(), '\n');
         cat(line_at(u), "for (", t, " ridx", axis, " = 0; ridx", axis, " < ", bound, "; ridx", axis, "++) {\n");
         return set_expr(u, "ridx", axis);
       }
@@ -393,6 +406,10 @@ class CRenderer {
       case Op::CAST: {
         std::string_view x = ex(u->src(0));
         e_.clear();
+        if (d.count > 1 && d_ == Dialect::OpenCL) {  // C's rounding: toward zero to an integer
+          cat(e_, "convert_", type_of(d), '(', x, ')');
+          return value(u, "vec");
+        }
         if (d.count > 1) {
           cat(e_, "__builtin_convertvector(", x, ", ", type_of(d), ')');
           return value(u, "vec");
@@ -408,7 +425,10 @@ class CRenderer {
       case Op::BITCAST: {
         if (d.count > 1) {  // a vector cast between vectors of one size reinterprets the bits
           e_.clear();
-          cat(e_, '(', type_of(d), ")(", ex(u->src(0)), ')');
+          if (d_ == Dialect::OpenCL)
+            cat(e_, "as_", type_of(d), '(', ex(u->src(0)), ')');
+          else
+            cat(e_, '(', type_of(d), ")(", ex(u->src(0)), ')');
           return value(u, "vec");
         }
         int n = counter_++;

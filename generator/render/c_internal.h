@@ -66,6 +66,11 @@ std::string vector_suffix(DType d, int mask_bits);
 // vectors of `lanes` elements of `bits` bits, once per translation unit (an include guard).
 std::string vector_helpers(int bits, int lanes);
 
+// OpenCL C's own vector types ("float4", "int4"; a mask: the signed integers of `mask_bits`), and
+// the same helpers as vector_helpers' for them, by the same suffixes
+std::string opencl_vector_type(DType d, int mask_bits);
+std::string opencl_vector_helpers(int bits, int lanes);
+
 // ---------------------------------------------------------------- operators (c_ops.cpp)
 
 // How the operator table spells the type of the node it writes.

@@ -59,6 +59,8 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
   // integer math that may overflow goes through the unsigned type (C's unsigned arithmetic wraps)
   auto wrap = [&](std::string_view op) {
     if (!wraps) return binary(op);
+    if (t.vec && cl)  // OpenCL C casts no vector to another type: as_uint4 keeps the bits
+      return cat(e, "as_", t.type, "(as_", t.utype, '(', x[0], ')', op, "as_", t.utype, '(', x[1], "))");
     cat(e, '(', t.type, ")((", t.utype, ')', x[0], op, '(', t.utype, ')', x[1], ')');
   };
   // ints narrower than int are computed in int: the result is cast back (vectors hold 4 or 8 bytes)
@@ -74,6 +76,7 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
     case Op::MUL:
       return narrowed([&] { wrap(infix(u->op)); });
     case Op::NEG:
+      if (!flt && wraps && t.vec && cl) return cat(e, "as_", t.type, "(-as_", t.utype, '(', x[0], "))");
       if (!flt && wraps && t.vec) return cat(e, '(', t.type, ")(-(", t.utype, ')', x[0], ')');
       if (!flt && wraps) return cat(e, '(', t.type, ")(0u - (", t.utype, ')', x[0], ')');
       return narrowed([&] { cat(e, '-', x[0]); });

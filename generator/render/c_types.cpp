@@ -171,6 +171,39 @@ std::string vector_helpers(int bits, int lanes) {
   return s + "#endif\n";
 }
 
+std::string opencl_vector_type(DType d, int mask_bits) {
+  const int bits = is_bool(d) ? mask_bits : bitsize(d);
+  std::string_view base = is_float(d)      ? (bits == 64 ? "double" : "float")
+                          : is_unsigned(d) ? (bits == 64 ? "ulong" : "uint")
+                                           : (bits == 64 ? "long" : "int");
+  std::string s(base);
+  cat(s, int(d.count));
+  return s;
+}
+
+std::string opencl_vector_helpers(int bits, int lanes) {
+  std::string b = std::to_string(bits), n = std::to_string(lanes), shape = b + "x" + n;
+  std::string s = "#ifndef KILN_V" + shape + "\n#define KILN_V" + shape + "\n";
+  const bool wide = bits == 64;
+  std::string it = (wide ? "long" : "int") + n, ut = (wide ? "ulong" : "uint") + n,
+              ft = (wide ? "double" : "float") + n;
+  if (wide) s += "#ifdef cl_khr_fp64\n";
+  for (auto [kind, t] : {std::pair{"i", it}, {"u", ut}, {"f", ft}}) {
+    std::string sfx = "v" + std::string(kind) + shape;
+    // vloadn and vstoren: n elements from p on, p aligned as one element (the address space is
+    // the pointer's: macros, not functions)
+    s += "#define kiln_load_" + sfx + "(p) vload" + n + "(0, p)\n";
+    s += "#define kiln_store_" + sfx + "(p, v) vstore" + n + "(v, 0, p)\n";
+    std::string scalar = t.substr(0, t.size() - n.size());
+    s += t + " kiln_splat_" + sfx + "(" + scalar + " x) { return (" + t + ")(x); }\n";  // x in every lane
+    s += t + " kiln_select_" + sfx + "(" + it + " m, " + t + " a, " + t + " b) { return select(b, a, m); }\n";
+    std::string pick = std::string(kind) == "f" ? "(a > b) | (a != a)" : "a > b";  // NaN propagates, like MAX
+    s += t + " kiln_max_" + sfx + "(" + t + " a, " + t + " b) { return select(b, a, " + pick + "); }\n";
+  }
+  if (wide) s += "#endif\n";
+  return s + "#endif\n";
+}
+
 }  // namespace c
 
 std::string c_preamble() {

@@ -57,15 +57,17 @@ const UOp* stand_in(const UOp* like, size_t i, int64_t lo, int64_t hi) {
   return like->ctx().var(like->ctx().intern(name), lo, hi, like->dtype.base());
 }
 
-// whether `to` has a range that `from` does not: a loop is one node wherever it is used, so an end
-// that the valid simplified (RANGE(N) where the valid says N is 4) would be another loop, which no
-// END closes
+// whether `to` has a range or a launch id that `from` does not: a loop is one node wherever it is
+// used, so an end that the valid simplified (RANGE(N) where the valid says N is 4) would be another
+// loop, which no END closes; and an id (SPECIAL(N) "idx0") would be a second declaration of
+// idx0, whose end the launch might take
 bool makes_a_range(const UOp* from, const UOp* to) {
+  auto loop_or_id = [](const UOp* r) { return r->op == Op::RANGE || r->op == Op::SPECIAL; };
   std::unordered_set<const UOp*> had;
   for (const UOp* r : toposort(from))
-    if (r->op == Op::RANGE) had.insert(r);
+    if (loop_or_id(r)) had.insert(r);
   for (const UOp* r : toposort(to))
-    if (r->op == Op::RANGE && !had.contains(r)) return true;
+    if (loop_or_id(r) && !had.contains(r)) return true;
   return false;
 }
 

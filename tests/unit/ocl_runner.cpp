@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <filesystem>
+#include <fstream>
 #include <utility>
 
 namespace kiln::oclrun {
@@ -111,6 +112,11 @@ Program::Program(Device& dev, const std::string& source) : dev_(&dev) {
     d.clGetProgramBuildInfo(p, d.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
     std::string log(n, '\0');
     d.clGetProgramBuildInfo(p, d.device, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    // the log's line numbers are the program's: KILN_OCL_FAILED_SOURCE=<file> keeps it to read them
+    if (const char* keep = std::getenv("KILN_OCL_FAILED_SOURCE")) {
+      std::ofstream(keep, std::ios::binary) << source;
+      log += std::string("(the program is in ") + keep + ")\n";
+    }
     throw Error("clBuildProgram failed (" + std::to_string(rc) + "):\n" + log);
   }
 }

@@ -556,9 +556,11 @@ TEST_F(OpenclTest, TunedGroupAndGroupTop) {
 }
 
 // A matmul whose M and N are declared multiples of 64: the heuristic gives each work item a 4 x 4
-// tile (UPCAST of N, then of M: each load of a and b serves 4 outputs) and groups 16 x 16 items
-// (LOCAL), the columns' items dim 0; the launch is the groups' count of 16 x 16 items. Where M and
-// N are not multiples (the generic variant) there are none.
+// tile (LANES of N, then UPCAST of M: each load of a and b serves 4 outputs) and groups 16 x 16
+// items (LOCAL), the columns' items dim 0; the launch is the groups' count of 16 x 16 items. The
+// columns are OpenCL's float4: b is read and c written 4 floats at a time (vload4, vstore4), and
+// the tile's products are float4 arithmetic. Where M and N are not multiples (the generic variant)
+// they are padded first, and the columns' tile is UPCAST (its stores are gated one by one).
 TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
   Context ctx;
   const UOp* m = ctx.var("M", 64, 2048, dtypes::weakint, 64);
@@ -577,7 +579,7 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
     if (st == "gpu dims") after = sink;
   };
   codegen::CKernel kern = codegen::compile_to_c(s.kernels[0].ast, s.vars, o);
-  EXPECT_EQ(applied, (std::vector<std::string>{"UPCAST(1, 4)", "UPCAST(0, 4)", "LOCAL(0, 16)", "LOCAL(1, 16)"}));
+  EXPECT_EQ(applied, (std::vector<std::string>{"LANES(1, 4)", "UPCAST(0, 4)", "LOCAL(0, 16)", "LOCAL(1, 16)"}));
   ASSERT_NE(after, nullptr);
   std::vector<std::string> ids;
   for (const UOp* u : toposort(after))
@@ -588,8 +590,11 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
   EXPECT_EQ(kern.local_size[0]->ival(), 16);
   EXPECT_EQ(kern.local_size[1]->ival(), 16);
   EXPECT_EQ(kern.local_size[2], nullptr);
-  for (const char* text : {"get_local_id(0)", "get_local_id(1)", "get_group_id(0)", "get_group_id(1)"})
+  for (const char* text :
+       {"get_local_id(0)", "get_local_id(1)", "get_group_id(0)", "get_group_id(1)", "float4 acc",
+        "= kiln_load_vf32x4(&data2[", "kiln_store_vf32x4(&data0[", "#define kiln_load_vf32x4(p) vload4(0, p)"})
     EXPECT_NE(kern.source.find(text), std::string::npos) << text << "\n" << kern.source;
+  EXPECT_EQ(kern.source.find("kiln_load_vf32x4(&data1["), std::string::npos) << kern.source;  // a's: broadcast
 
   // M and N of any length up to 2048 (the generic variant): padded to multiples of 64 first, the
   // items past the ends gated off; dims that are never 256 long are left alone
@@ -608,6 +613,36 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
   applied.clear();
   codegen::compile_to_c(s2.kernels[1].ast, s2.vars, o);
   for (const std::string& opt : applied) EXPECT_EQ(opt.find("(1, "), std::string::npos) << opt;  // N3 untouched
+}
+
+// A database's LANES on OpenCL: the lane loop becomes OpenCL C's own vectors (float4, int4 and
+// their masks), every op the vectorizer takes rendered in the OpenCL dialect: loads and stores
+// (vload4, vstore4), splats, comparisons and selects, NaN-propagating max, exp's polynomial (bit
+// casts between float4 and int4, integer shifts), casts to and from int, integer math that wraps.
+// Against the oracle on NaN, infinities, -0 and halves; the same opts on CUDA leave scalar loops.
+TEST_F(OpenclTest, LanesAreOpenclVectors) {
+  // z: finite (a NaN's or an infinity's int is undefined, in the oracle as in C)
+  Tensor x = input("x", {6, 32}), y = input("y", {6, 32}), i = input("i", {6, 32}, dtypes::int32),
+         z = input("z", {6, 32});
+  edit = [](std::vector<std::vector<double>>& in) {
+    in[0][0] = NAN, in[0][1] = INFINITY, in[0][2] = -INFINITY, in[0][3] = -0.0, in[0][4] = 0.5, in[0][5] = -2.5;
+    in[1][0] = 1.0, in[1][1] = NAN, in[1][4] = 0.5, in[1][5] = -2.5;
+    in[2][0] = 2147483647, in[2][1] = -2147483647 - 1;
+  };
+  using K = codegen::Opt::Kind;
+  tuned = codegen::TunedOpts{{{K::Lane, 0, 8}}, 0};  // the loops merged: one of 6 * 32
+  const std::vector<Tensor> outs{x.maximum(y), x.gt(y).where(x, y.exp()) + z.cast(dtypes::int32).cast(dtypes::float32),
+                                 (i * 3 + i).cast(dtypes::float32) + x.relu(), x.exp2() * y.neg()};
+  expect_matches(outs);
+  schedule::Schedule s = schedule::schedule(ins, outs, "v");
+  Compiled c = compile(s, opencl(), tuned);
+  for (const char* text : {"float4 ", "int4 ", "vload4(0, p)", "vstore4(v, 0, p)", "kiln_max_vf32x4(", "select(",
+                           "convert_int4(", "convert_float4(", "as_int4(", "as_float4("})
+    EXPECT_NE(c.source.find(text), std::string::npos) << text << "\n" << c.source;
+  for (const char* text : {"__attribute__((vector_size", "__builtin_convertvector", "){"})
+    EXPECT_EQ(c.source.find(text), std::string::npos) << text << "\n" << c.source;
+  Compiled cuda = compile(s, *target::find("cuda-sm80"), tuned);
+  EXPECT_EQ(cuda.source.find("float4"), std::string::npos) << cuda.source;
 }
 
 // A database's LOCAL: work groups of an elementwise kernel's two loops against the oracle; a group

@@ -5,12 +5,12 @@
 // apply to the kernel as the opts before left it, amounts that divide or not: one that does not
 // apply is redrawn) through PipelineOptions::tuned, as kiln gen applies kiln tune's; every pair is
 // rendered as C and as LLVM (an object for the widest x86 target this machine runs), and every other
-// pair's kernels also through the GPU stages as OpenCL C (without opts: no GPU opt runs yet); each
-// runs natively or on the OpenCL device on random non-zero inputs and poisoned outputs at each dim's
-// least and largest value and one between, compared with the float64 oracle. A failure prints its
-// seed and opts and how to replay it: KILN_OPTS_FUZZ_SEED=<seed> runs that seed alone and prints its
-// kernels; KILN_OPTS_FUZZ_PAIRS=<n> runs n pairs; KILN_OPTS_FUZZ_TRACE=1 prints each pair's opts as
-// it compiles.
+// pair's kernels also through the GPU stages as OpenCL C (with the pair's opts where a GPU target
+// takes them all, LANES as OpenCL's vectors; else with the GPU heuristics'); each runs natively or on the OpenCL device
+// on random non-zero inputs and poisoned outputs at each dim's least and largest value and one between, compared with
+// the float64 oracle. A failure prints its seed and opts and how to replay it: KILN_OPTS_FUZZ_SEED=<seed> runs that
+// seed alone and prints its kernels; KILN_OPTS_FUZZ_PAIRS=<n> runs n pairs; KILN_OPTS_FUZZ_TRACE=1 prints each pair's
+// opts as it compiles.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -155,6 +155,7 @@ struct Pair {
   std::vector<codegen::TunedOpts> opts;  // per kernel
   const target::Target* c_target = nullptr;
   std::vector<codegen::CKernel> c, llvm, ocl;        // ocl: the OpenCL kernels (every other pair)
+  std::vector<bool> ocl_tuned;                       // per OpenCL kernel: it took the pair's opts
   std::vector<std::map<std::string, int64_t>> runs;  // the dims (and .cores) of each run
   std::string error;                                 // where compiling it failed
 };
@@ -163,6 +164,8 @@ std::string describe(const Pair& p) {
   std::ostringstream os;
   os << "seed " << p.seed << " (" << p.variant << ", C for " << p.c_target->name << "):";
   for (size_t k = 0; k < p.opts.size(); ++k) os << " kernel " << k << " " << opts_text(p.opts[k]) << ";";
+  for (size_t k = 0; k < p.ocl_tuned.size(); ++k)
+    os << " OpenCL kernel " << k << (p.ocl_tuned[k] ? " with its opts;" : " with the GPU heuristics';");
   os << " replay: KILN_OPTS_FUZZ_SEED=" << p.seed << " kiln_unit_tests --gtest_filter='OptsFuzz.*'";
   return os.str();
 }
@@ -255,9 +258,9 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   for (const char* n : {"x86_64-avx512", "x86_64-avx2"})
     if (const target::Target* t = target::find(n); !llvm_target && t && runs_here(*t)) llvm_target = t;
   // the GPU path: every other pair's kernels through the GPU stages and the OpenCL renderer, run on
-  // the first OpenCL device (PoCL here). The CPU opts do not apply to a GPU target and the GPU opts
-  // (LOCAL, GROUP, TC) do not run yet, so these take none: what they test is the Global loops, the
-  // work-item ids and the OpenCL dialect on random programs and bucket variants.
+  // the first OpenCL device (PoCL here): the Global loops, the work-item ids, the GPU heuristics
+  // and the OpenCL dialect (its vectors, where the pair's opts have LANES) on random programs and
+  // bucket variants.
   oclrun::Device* ocl_device = oclrun::test_device();
   const target::Target* ocl_target = ocl_device ? target::find("opencl") : nullptr;
 
@@ -308,11 +311,25 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
             ++accesses;
             unproven += a.how == codegen::AccessProof::How::Unproven;
           }
-          if (ocl_target && pairs.size() % 2 == 0) {
+          if (ocl_target && (replay || pairs.size() % 2 == 0)) {  // a replay: every pair
             codegen::PipelineOptions go;
             go.target = ocl_target;
             go.require_proven_bounds = false;  // counted below
-            p->ocl.push_back(codegen::compile_to_c(k.ast, p->sched.vars, go));
+            // the pair's own opts where the GPU takes them (LANES: OpenCL's vectors), else the
+            // GPU heuristics'
+            const codegen::TunedOpts& drawn = p->opts.back();
+            if (drawn.reduce_block == 0 &&
+                std::none_of(drawn.opts.begin(), drawn.opts.end(),
+                             [](const codegen::Opt& o) { return o.kind == codegen::Opt::Kind::Thread; }))
+              go.tuned = drawn;
+            try {
+              p->ocl.push_back(codegen::compile_to_c(k.ast, p->sched.vars, go));
+              p->ocl_tuned.push_back(go.tuned.has_value());
+            } catch (const codegen::OptError&) {
+              go.tuned.reset();
+              p->ocl.push_back(codegen::compile_to_c(k.ast, p->sched.vars, go));
+              p->ocl_tuned.push_back(false);
+            }
             for (const codegen::AccessProof& a : p->ocl.back().bounds) {
               ++accesses;
               unproven += a.how == codegen::AccessProof::How::Unproven;
@@ -330,6 +347,7 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
       if (replay) {
         std::cout << describe(*p) << "\n";
         for (const codegen::CKernel& k : p->c) std::cout << k.source << "\n";
+        for (const codegen::CKernel& k : p->ocl) std::cout << k.source << "\n";
       }
       pairs.push_back(std::move(p));
     }
@@ -374,7 +392,7 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   double compile_s = since(compile_start);
   auto run_start = std::chrono::steady_clock::now();
   int mismatches = 0;
-  size_t runs = 0, ocl_runs = 0, ocl_pairs = 0;
+  size_t runs = 0, ocl_runs = 0, ocl_pairs = 0, ocl_tuned = 0, ocl_vectors = 0;
   for (const auto& p : pairs) {
     std::string why = p->error.empty() ? "" : "compile: " + p->error;
     for (size_t r = 0; r < p->runs.size() && why.empty(); ++r) {
@@ -404,6 +422,10 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
       ++runs;
     }
     ocl_pairs += !p->ocl.empty();
+    for (size_t k = 0; k < p->ocl.size(); ++k) {
+      ocl_tuned += p->ocl_tuned[k];
+      ocl_vectors += p->ocl[k].source.find("vload") != std::string::npos;
+    }
     if (!why.empty() && ++mismatches <= 10) ADD_FAILURE() << describe(*p) << "\n  " << why;
   }
   EXPECT_EQ(mismatches, 0);
@@ -414,7 +436,8 @@ TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   std::cout << pairs.size() << " random program-and-opts pairs (" << programs << " programs, " << variants
             << " bucket variants), " << kernels << " kernels, " << opts << " opts, " << runs << " runs through C"
             << (llvm_target ? " and LLVM (" + llvm_target->name + ")" : std::string(" (no LLVM target runs here)"))
-            << ", " << ocl_runs << " runs of " << ocl_pairs << " pairs through OpenCL"
+            << ", " << ocl_runs << " runs of " << ocl_pairs << " pairs through OpenCL (" << ocl_tuned
+            << " kernels with the pair's opts, " << ocl_vectors << " with vector loads)"
             << (ocl_target           ? " (" + ocl_device->name() + ")"
                 : oclrun::kSanitized ? std::string(" (not under the sanitizers)")
                                      : std::string(" (no OpenCL device)"))

@@ -118,17 +118,24 @@ std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
   // Only in a kernel of two Global loops: a batch loop beside them (attention's scores, S x S per
   // head) makes stores at S*row + S*S*batch + col that the bounds prover does not bound under the
   // padding's gates, and gen would then emit the kernel without any opts
+  std::vector<int32_t> padded;
   for (size_t k = 0; k < 2 && globals.size() == 2; ++k) {
     const UOp* r = globals[globals.size() - 1 - k];
-    if (!divides(r, 64) && r->src(0)->imax() >= 256) apply(Opt{Opt::Kind::Padto, r->arg<RangeArg>().axis, 64});
+    if (!divides(r, 64) && r->src(0)->imax() >= 256 && apply(Opt{Opt::Kind::Padto, r->arg<RangeArg>().axis, 64}))
+      padded.push_back(r->arg<RangeArg>().axis);
   }
   globals = global_ranges(sink);
-  // innermost first: the columns' tile before the rows'
+  // innermost first: the columns' tile before the rows'. Where kiln renders the target's vectors
+  // (OpenCL's float4) and the columns need no padding, their tile is LANES: its loads and stores
+  // of 4 consecutive elements are one vector access each, and its arithmetic is on vectors (a
+  // padded loop's gated stores stay scalar: UPCAST)
   int upcasts = 0;
   for (auto it = globals.rbegin(); it != globals.rend() && upcasts < 2; ++it) {
     const UOp* r = *it;
     if (r->src(0)->imax() < 64 || !divides(r, 4) || !some_input_ignores(sink, r)) continue;
-    upcasts += apply(Opt{Opt::Kind::Upcast, r->arg<RangeArg>().axis, 4});
+    const bool lanes = upcasts == 0 && it == globals.rbegin() && t.output == target::Output::OpenCL &&
+                       std::find(padded.begin(), padded.end(), r->arg<RangeArg>().axis) == padded.end();
+    upcasts += apply(Opt{lanes ? Opt::Kind::Lane : Opt::Kind::Upcast, r->arg<RangeArg>().axis, 4});
   }
   // work groups over the two innermost Global loops (their outer parts after the upcasts)
   globals = global_ranges(sink);

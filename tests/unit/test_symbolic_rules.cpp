@@ -379,6 +379,25 @@ TEST(Valid, UopGivenValid) {
             "(FLOORDIV:weakint %n #4)");
 }
 
+// A launch id is one node wherever it is used, as a loop is: under a valid that fixes the id's end
+// (3 < N, N at most 4), the id keeps its end N. SPECIAL(4) "idx0" would be a second declaration of
+// idx0 in the kernel (the opts fuzz found one on OpenCL), and the launch might take its end.
+TEST(Valid, ALaunchIdKeepsItsEnd) {
+  Context ctx;
+  const UOp* n = ctx.var("N", 3, 4);
+  const UOp* id = ctx.special(n, "idx0");
+  const UOp* valid = Expr(ctx.cint(3)) < Expr(n);
+  const UOp* e = Expr(id) * Expr(n) + 3;
+  const UOp* got = uop_given_valid(valid, e);
+  size_t ids = 0;
+  for (const UOp* u : toposort(got)) {
+    if (u->op != Op::SPECIAL) continue;
+    EXPECT_EQ(u, id) << print(got);
+    ++ids;
+  }
+  EXPECT_EQ(ids, 1u) << print(got);
+}
+
 TEST(Valid, SimplifyValid) {
   check(pm_simplify_valid(),
         {

@@ -112,9 +112,7 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   s = st.rewrite(s, pm_commit_weak(), "commit weak");              // literals take the dtype of their op
   s = st.done(add_barriers(s, target), "implicit barriers");       // local stores before the reads; none on the CPU
   // on the final graph (after decompositions and commit weak): what it qualifies is what renderers get
-  // Lane loops as the target's vectors (CUDA's render as scalar loops: kiln writes no CUDA vectors yet)
-  if (target.output != target::Output::Cuda) s = vectorize_lanes(s, target.vector_bytes);
-  s = st.done(s, "vectorize");
+  s = st.done(vectorize_lanes(s, target.vector_bytes), "vectorize");        // Lane loops as the target's vectors
   s = st.done(check_vector_widths(s, target.vector_bytes), "devectorize");  // none wider than its registers
   // control flow: the linearizer nests each node in the loops it depends on (linearize.cpp)
   return s;

@@ -32,6 +32,8 @@ class CRenderer {
     pool_.reserve(16 * lin_.size());
     if (!shapes_.empty() && d_ == Dialect::OpenCL) {  // OpenCL C's own vectors
       for (auto [bits, lanes] : shapes_) out_ += opencl_vector_helpers(bits, lanes);
+    } else if (!shapes_.empty() && d_ == Dialect::Cuda) {  // C++ structs of lanes
+      for (auto [bits, lanes] : shapes_) out_ += cuda_vector_helpers(bits, lanes);
     } else if (!shapes_.empty()) {
       out_ +=
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
@@ -133,7 +135,6 @@ class CRenderer {
   // how the operator table spells d (vector names are made once per kernel)
   Spelling names(DType d) {
     if (d.count == 1) return {false, scalar_type(d, d_), unsigned_type(d, d_), {}, d_};
-    if (d_ == Dialect::Cuda) throw InternalError("render CUDA: vector " + to_string(d) + " (not rendered yet)");
     auto [it, fresh] = vnames_.try_emplace(d.key());
     if (fresh) {
       const int bits = is_bool(d) ? mask_bits(d) : 0;
@@ -265,14 +266,14 @@ class CRenderer {
       cat(e_, "kiln_splat_", t.sfx, '(');
       lane(u->src(0));
       e_ += ')';
-    } else {  // OpenCL's vector literal is (float4)(a, b, c, d)
-      const bool cl = d_ == Dialect::OpenCL;
-      cat(e_, "((", t.type, cl ? ")(" : "){");
+    } else {  // OpenCL's vector literal is (float4)(a, b, c, d); CUDA's an aggregate, T{{a, b, c, d}}
+      const bool cl = d_ == Dialect::OpenCL, cuda = d_ == Dialect::Cuda;
+      cat(e_, cuda ? "(" : "((", t.type, cl ? ")(" : cuda ? "{{" : "){");
       for (size_t k = 0; k < u->nsrc(); ++k) {
         if (k) e_ += ", ";
         lane(u->src(k));
       }
-      e_ += cl ? "))" : "})";
+      e_ += cl ? "))" : cuda ? "}})" : "})";
     }
     if (constant) return set_expr(u, e_);  // spelled where used, as a literal is
     value(u, "vec");
@@ -410,6 +411,10 @@ class CRenderer {
           cat(e_, "convert_", type_of(d), '(', x, ')');
           return value(u, "vec");
         }
+        if (d.count > 1 && d_ == Dialect::Cuda) {
+          cat(e_, "kiln_convert<", type_of(d), ">(", x, ')');
+          return value(u, "vec");
+        }
         if (d.count > 1) {
           cat(e_, "__builtin_convertvector(", x, ", ", type_of(d), ')');
           return value(u, "vec");
@@ -427,6 +432,8 @@ class CRenderer {
           e_.clear();
           if (d_ == Dialect::OpenCL)
             cat(e_, "as_", type_of(d), '(', ex(u->src(0)), ')');
+          else if (d_ == Dialect::Cuda)
+            cat(e_, "kiln_bitcast<", type_of(d), ">(", ex(u->src(0)), ')');
           else
             cat(e_, '(', type_of(d), ")(", ex(u->src(0)), ')');
           return value(u, "vec");

@@ -70,6 +70,10 @@ std::string vector_helpers(int bits, int lanes);
 // the same helpers as vector_helpers' for them, by the same suffixes
 std::string opencl_vector_type(DType d, int mask_bits);
 std::string opencl_vector_helpers(int bits, int lanes);
+// CUDA C++'s: kiln_vec<T, n>, an aligned struct of n lanes with lanewise operators (nvcc has no
+// vector arithmetic), typedef'd to the C vectors' names, with the same helpers, kiln_convert<V>
+// and kiln_bitcast<V>
+std::string cuda_vector_helpers(int bits, int lanes);
 
 // ---------------------------------------------------------------- operators (c_ops.cpp)
 

@@ -204,6 +204,72 @@ std::string opencl_vector_helpers(int bits, int lanes) {
   return s + "#endif\n";
 }
 
+std::string cuda_vector_helpers(int bits, int lanes) {
+  // the vector template, once: n lanes in one aligned struct (a 16-byte one is one ld.global.v4),
+  // lanewise operators, comparisons giving masks of signed lanes as wide (-1 or 0)
+  std::string s =
+      "#ifndef KILN_CUDA_VEC\n#define KILN_CUDA_VEC\n"
+      "#define KILN_MEMBER __device__ __forceinline__\n"
+      "template <int B> struct kiln_int_of;\n"
+      "template <> struct kiln_int_of<4> { typedef int32_t t; };\n"
+      "template <> struct kiln_int_of<8> { typedef int64_t t; };\n"
+      "template <class T, int N> struct alignas(sizeof(T) * N) kiln_vec {\n"
+      "  typedef T elem;\n  T v[N];\n"
+      "  KILN_MEMBER T& operator[](int i) { return v[i]; }\n"
+      "  KILN_MEMBER const T& operator[](int i) const { return v[i]; }\n};\n"
+      "#define KILN_VOP(op)                                                                    \\\n"
+      "  template <class T, int N>                                                             \\\n"
+      "  KILN_MEMBER kiln_vec<T, N> operator op(kiln_vec<T, N> a, kiln_vec<T, N> b) {          \\\n"
+      "    kiln_vec<T, N> r;                                                                   \\\n"
+      "    for (int i = 0; i < N; ++i) r.v[i] = (T)(a.v[i] op b.v[i]);                         \\\n"
+      "    return r;                                                                           \\\n"
+      "  }\n"
+      "KILN_VOP(+) KILN_VOP(-) KILN_VOP(*) KILN_VOP(/) KILN_VOP(%) KILN_VOP(&) KILN_VOP(|) KILN_VOP(^)\n"
+      "KILN_VOP(<<) KILN_VOP(>>)\n"
+      "#define KILN_VCMP(op)                                                                   \\\n"
+      "  template <class T, int N>                                                             \\\n"
+      "  KILN_MEMBER kiln_vec<typename kiln_int_of<sizeof(T)>::t, N> operator op(kiln_vec<T, N> a, \\\n"
+      "                                                                          kiln_vec<T, N> b) { \\\n"
+      "    kiln_vec<typename kiln_int_of<sizeof(T)>::t, N> r;                                  \\\n"
+      "    for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i] ? -1 : 0;                     \\\n"
+      "    return r;                                                                           \\\n"
+      "  }\n"
+      "KILN_VCMP(<) KILN_VCMP(!=) KILN_VCMP(==) KILN_VCMP(>)\n"
+      "template <class T, int N> KILN_MEMBER kiln_vec<T, N> operator-(kiln_vec<T, N> a) {\n"
+      "  kiln_vec<T, N> r;\n  for (int i = 0; i < N; ++i) r.v[i] = (T)-a.v[i];\n  return r;\n}\n"
+      "/* a cast lane by lane (toward zero to an integer), and a bit cast */\n"
+      "template <class V, class T, int N> KILN_MEMBER V kiln_convert(kiln_vec<T, N> a) {\n"
+      "  V r;\n  for (int i = 0; i < N; ++i) r.v[i] = (typename V::elem)a.v[i];\n  return r;\n}\n"
+      "template <class V, class U> KILN_MEMBER V kiln_bitcast(U a) {\n"
+      "  V r;\n  memcpy(&r, &a, sizeof r);\n  return r;\n}\n"
+      "/* n elements from p on: one access where p is aligned as the vector, else element by element */\n"
+      "template <class V> KILN_MEMBER V kiln_vload(const typename V::elem* p) {\n"
+      "  if (((uintptr_t)p & (sizeof(V) - 1)) == 0) return *(const V*)p;\n"
+      "  V r;\n  for (int i = 0; i < int(sizeof(V) / sizeof(*p)); ++i) r.v[i] = p[i];\n  return r;\n}\n"
+      "template <class V> KILN_MEMBER void kiln_vstore(typename V::elem* p, V v) {\n"
+      "  if (((uintptr_t)p & (sizeof(V) - 1)) == 0) {\n    *(V*)p = v;\n    return;\n  }\n"
+      "  for (int i = 0; i < int(sizeof(V) / sizeof(*p)); ++i) p[i] = v.v[i];\n}\n"
+      "#endif\n";
+  std::string b = std::to_string(bits), n = std::to_string(lanes), shape = b + "x" + n;
+  s += "#ifndef KILN_V" + shape + "\n#define KILN_V" + shape + "\n";
+  std::string i = "kiln_vi" + shape;
+  std::string it = "int" + b + "_t", ut = "uint" + b + "_t", ft = bits == 32 ? "float" : "double";
+  for (auto [name, t] : {std::pair{i, it}, {"kiln_vu" + shape, ut}, {"kiln_vf" + shape, ft}}) {
+    std::string sfx = name.substr(5);
+    s += "typedef kiln_vec<" + t + ", " + n + "> " + name + ";\n";
+    s += "KILN_MEMBER " + name + " kiln_load_" + sfx + "(const " + t + "* p) { return kiln_vload<" + name + ">(p); }\n";
+    s += "KILN_MEMBER void kiln_store_" + sfx + "(" + t + "* p, " + name + " v) { kiln_vstore(p, v); }\n";
+    s += "KILN_MEMBER " + name + " kiln_splat_" + sfx + "(" + t + " x) {\n  " + name + " r;\n  for (int i = 0; i < " +
+         n + "; ++i) r.v[i] = x;\n  return r;\n}\n";
+    s += "KILN_MEMBER " + name + " kiln_select_" + sfx + "(" + i + " m, " + name + " a, " + name + " b) {\n  " + name +
+         " r;\n  for (int i = 0; i < " + n + "; ++i) r.v[i] = m.v[i] ? a.v[i] : b.v[i];\n  return r;\n}\n";
+    std::string pick = t == ft ? "a.v[i] > b.v[i] || a.v[i] != a.v[i]" : "a.v[i] > b.v[i]";  // NaN propagates
+    s += "KILN_MEMBER " + name + " kiln_max_" + sfx + "(" + name + " a, " + name + " b) {\n  " + name +
+         " r;\n  for (int i = 0; i < " + n + "; ++i) r.v[i] = (" + pick + ") ? a.v[i] : b.v[i];\n  return r;\n}\n";
+  }
+  return s + "#endif\n";
+}
+
 }  // namespace c
 
 std::string c_preamble() {

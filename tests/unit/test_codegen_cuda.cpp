@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "generator/codegen/pipeline.h"
@@ -85,10 +86,12 @@ const target::Target& sm80() { return *target::find("cuda-sm80"); }
 struct CudaTest : ::testing::Test, ProgramInputs {
   std::string source = render::cuda_preamble();
   int64_t kernels = 0;
+  std::optional<codegen::TunedOpts> tuned;  // a database's opts for every kernel, instead of the heuristics'
   void expect_matches(const std::vector<Tensor>& outs, const std::vector<std::map<std::string, int64_t>>& = {{}}) {
     schedule::Schedule s = schedule::schedule(ins, outs, "k" + std::to_string(programs++));
     codegen::PipelineOptions o;
     o.target = &sm80();
+    o.tuned = tuned;
     for (const auto& k : s.kernels) {
       source += codegen::compile_to_c(k.ast, s.vars, o).source;
       ++kernels;
@@ -136,6 +139,27 @@ TEST_F(CudaTest, ConvolutionsPoolingAttention) {
   kinds::convolutions_pooling_attention(*this);
   compile();
 }
+// A database's LANES on CUDA: the lane loop as kiln_vec<T, 4> (an aligned struct of lanes with
+// lanewise operators: nvcc has no vector arithmetic), loads and stores of 16 bytes where aligned,
+// every op the vectorizer takes (comparisons as masks, selects, NaN-propagating max, exp's bit
+// casts and integer shifts, casts to and from int, integer math that wraps) compiled by nvcc and
+// ptxas; a matmul's tile (the heuristics' LANES of its columns) is one ld.global.v4 of b a step.
+// (The fake CUDA driver runs the vectors of the consumer library's matmuls against references.)
+TEST_F(CudaTest, LanesAreCudaVectors) {
+  Tensor x = input("x", {6, 32}), y = input("y", {6, 32}), i = input("i", {6, 32}, dtypes::int32),
+         z = input("z", {6, 32});
+  tuned = codegen::TunedOpts{{{codegen::Opt::Kind::Lane, 0, 8}}, 0};  // the loops merged: one of 6 * 32
+  expect_matches({x.maximum(y), x.gt(y).where(x, y.exp()) + z.cast(dtypes::int32).cast(dtypes::float32),
+                  (i * 3 + i).cast(dtypes::float32) + x.relu(), x.exp2() * y.neg()});
+  for (const char* text :
+       {"typedef kiln_vec<float, 4> kiln_vf32x4;", "kiln_load_vf32x4(&data", "kiln_store_vf32x4(&data",
+        "kiln_max_vf32x4(", "kiln_select_vf32x4(", "kiln_convert<kiln_vi32x4>(", "kiln_convert<kiln_vf32x4>(",
+        "kiln_bitcast<kiln_vi32x4>(", "kiln_bitcast<kiln_vf32x4>("})
+    EXPECT_NE(source.find(text), std::string::npos) << text << "\n" << source;
+  EXPECT_EQ(source.find("__builtin_convertvector"), std::string::npos) << source;
+  compile();
+}
+
 TEST_F(CudaTest, MovementOps) {
   kinds::movement_ops(*this);
   compile();

@@ -125,15 +125,15 @@ std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
       padded.push_back(r->arg<RangeArg>().axis);
   }
   globals = global_ranges(sink);
-  // innermost first: the columns' tile before the rows'. Where kiln renders the target's vectors
-  // (OpenCL's float4) and the columns need no padding, their tile is LANES: its loads and stores
-  // of 4 consecutive elements are one vector access each, and its arithmetic is on vectors (a
-  // padded loop's gated stores stay scalar: UPCAST)
+  // innermost first: the columns' tile before the rows'. Where the columns need no padding, their
+  // tile is LANES: its loads and stores of 4 consecutive elements are one vector access each
+  // (OpenCL's vload4, CUDA's 16-byte load), and its arithmetic is on vectors (a padded loop's
+  // gated stores stay scalar: UPCAST)
   int upcasts = 0;
   for (auto it = globals.rbegin(); it != globals.rend() && upcasts < 2; ++it) {
     const UOp* r = *it;
     if (r->src(0)->imax() < 64 || !divides(r, 4) || !some_input_ignores(sink, r)) continue;
-    const bool lanes = upcasts == 0 && it == globals.rbegin() && t.output == target::Output::OpenCL &&
+    const bool lanes = upcasts == 0 && it == globals.rbegin() &&
                        std::find(padded.begin(), padded.end(), r->arg<RangeArg>().axis) == padded.end();
     upcasts += apply(Opt{lanes ? Opt::Kind::Lane : Opt::Kind::Upcast, r->arg<RangeArg>().axis, 4});
   }

@@ -418,7 +418,12 @@ class Vectorizer {
     for (size_t i = 0; i < topo_.size(); ++i) {
       const UOp* u = topo_[i];
       src.clear();
-      // a chosen range: r' of W / n iterations; its value is the first lane of each, r' * n
+      // a chosen range: r' of W / n iterations; its value is the first lane of each, r' * n. One
+      // vector is no loop: its value is 0, and the ENDs and AFTERs that list it drop it
+      if (int n = vrange[i]; n && u->src(0)->ival() == n) {
+        val[i] = ctx.cint(0, u->dtype);
+        continue;
+      }
       if (int n = vrange[i]) {
         const UOp* end = ctx.cint(u->src(0)->ival() / n, u->src(0)->dtype);
         loop[i] = ctx.make(Op::RANGE, u->dtype, {end}, u->arg(), u->tag);
@@ -437,6 +442,7 @@ class Vectorizer {
       for (size_t k = 0; k < u->nsrc(); ++k) {
         const UOp* s = u->src(k);
         const UOp* r = structural && k > 0 ? loop[pos_[s->id]] : nullptr;
+        if (structural && k > 0 && vrange[pos_[s->id]] && !r) continue;  // a loop of one vector: none
         if (r)
           src.push_back(r);
         else if (n && u->op != Op::LOAD)
@@ -445,6 +451,19 @@ class Vectorizer {
           src.push_back(as_vector(s, in_loop[i]));
         else
           src.push_back(v(s));
+      }
+      // an END or AFTER that listed only a loop of one vector is what it closed or ordered
+      if (structural && src.size() == 1) {
+        val[i] = src[0];
+        continue;
+      }
+      // index math of that loop's 0: x + 0 is x, x * 0 is 0
+      auto zero = [](const UOp* s) { return s->op == Op::CONST && is_int(s->dtype) && s->ival() == 0; };
+      if (!n && is_int(u->dtype) && u->dtype.count == 1 && src.size() == 2 && (u->op == Op::ADD || u->op == Op::MUL) &&
+          (zero(src[0]) || zero(src[1]))) {
+        const UOp* other = zero(src[0]) ? src[1] : src[0];
+        val[i] = u->op == Op::MUL ? ctx.cint(0, u->dtype) : other->dtype == u->dtype ? other : nullptr;
+        if (val[i]) continue;
       }
       // an AFTER of an accumulator of vectors has its dtype
       bool vector_acc = u->op == Op::AFTER && src[0] != u->src(0) && src[0]->dtype.ptr;

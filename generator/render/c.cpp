@@ -210,6 +210,12 @@ class CRenderer {
     const UOp* b = buffer(buf);
     DType e = b->dtype.elem();
     if (d.count > 1 && b->op == Op::PARAM) return cat(o, '&', ex(b), '[', ex(i), ']');
+    if (e.count > 1 && i->op == Op::CONST) {  // a constant element: vector i / n, lane i % n
+      cat(o, ex(b), '[', i->ival() / int(e.count), ']');
+      if (d.count > 1) return;
+      if (d_ == Dialect::OpenCL) return cat(o, ".s", "0123456789abcdef"[i->ival() % int(e.count)]);
+      return cat(o, '[', i->ival() % int(e.count), ']');
+    }
     if (e.count > 1 && d.count == 1 && d_ == Dialect::OpenCL)  // OpenCL C has no [] on a vector
       return cat(o, "((", scalar_type(d, d_), "*)&", ex(b), '[', ex(i), " / ", int(e.count), "])[", ex(i), " % ",
                  int(e.count), ']');

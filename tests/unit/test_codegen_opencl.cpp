@@ -595,6 +595,13 @@ TEST(OpenclLocal, ABucketsMatmulGetsRegisterTilesAndWorkGroups) {
         "= kiln_load_vf32x4(&data2[", "kiln_store_vf32x4(&data0[", "#define kiln_load_vf32x4(p) vload4(0, p)"})
     EXPECT_NE(kern.source.find(text), std::string::npos) << text << "\n" << kern.source;
   EXPECT_EQ(kern.source.find("kiln_load_vf32x4(&data1["), std::string::npos) << kern.source;  // a's: broadcast
+  // one vector of columns is no loop; b's row is loaded once for the tile's 4 rows
+  EXPECT_EQ(kern.source.find("< 1;"), std::string::npos) << kern.source;
+  size_t loads = 0;
+  for (size_t at = kern.source.find("kiln_load_vf32x4(&data2["); at != std::string::npos;
+       at = kern.source.find("kiln_load_vf32x4(&data2[", at + 1))
+    ++loads;
+  EXPECT_EQ(loads, 1u) << kern.source;
 
   // M and N of any length up to 2048 (the generic variant): padded to multiples of 64 first, the
   // items past the ends gated off; dims that are never 256 long are left alone
@@ -641,6 +648,29 @@ TEST_F(OpenclTest, LanesAreOpenclVectors) {
     EXPECT_NE(c.source.find(text), std::string::npos) << text << "\n" << c.source;
   for (const char* text : {"__attribute__((vector_size", "__builtin_convertvector", "){"})
     EXPECT_EQ(c.source.find(text), std::string::npos) << text << "\n" << c.source;
+}
+
+// An elementwise kernel whose innermost loop is a long whole multiple of 4 (a bucket's): each work
+// item takes 4 neighbouring elements (LANES), one float4 load per input and store per output, no
+// loop; as tinygrad's GPU heuristic upcasts such a loop by 4 for its float4s. A dim of any length,
+// or a short one, keeps one item per element. Against the oracle at the bucket's bounds.
+TEST_F(OpenclTest, ElementwiseKernelsTakeFourNeighboursAnItem) {
+  const UOp* e = ctx.var("E", 1024, 1 << 20, dtypes::weakint, 1024);
+  Tensor a = input("a", {e}), b = input("b", {e}), c = input("c", {e});
+  const Tensor y = (a * b + c).relu();
+  std::vector<Tensor> outs{y};
+  Observed ob = observe(schedule::schedule(ins, outs, "bias_relu"));
+  EXPECT_EQ(ob.applied, (std::vector<std::string>{"LANES(0, 4)"}));
+  for (const char* text : {"kiln_load_vf32x4(&data1[", "kiln_load_vf32x4(&data3[", "kiln_store_vf32x4(&data0["})
+    EXPECT_NE(ob.k.source.find(text), std::string::npos) << text << "\n" << ob.k.source;
+  EXPECT_EQ(ob.k.source.find("for ("), std::string::npos) << ob.k.source;
+  ASSERT_TRUE(ob.k.global_size[0]);
+  EXPECT_EQ(print(ob.k.global_size[0]), "(CDIV:int (VAR:int E 1024 1048576 mul=1024) (CONST:int 4))");  // E / 4 items
+  expect_matches(outs, {{{"E", 1024}}, {{"E", 5120}}});
+  Tensor f = input("f", {ctx.var("F", 1, 1 << 20)}), g = input("g", {256});
+  std::vector<Tensor> any{f.exp()}, shorter{g * 2.0f};
+  EXPECT_TRUE(observe(schedule::schedule(ins, any, "any")).applied.empty());
+  EXPECT_TRUE(observe(schedule::schedule(ins, shorter, "short")).applied.empty());
 }
 
 // A database's LOCAL: work groups of an elementwise kernel's two loops against the oracle; a group

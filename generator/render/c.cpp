@@ -436,12 +436,8 @@ class CRenderer {
       case Op::BITCAST: {
         if (d.count > 1) {  // a vector cast between vectors of one size reinterprets the bits
           e_.clear();
-          if (d_ == Dialect::OpenCL)
-            cat(e_, "as_", type_of(d), '(', ex(u->src(0)), ')');
-          else if (d_ == Dialect::Cuda)
-            cat(e_, "kiln_bitcast<", type_of(d), ">(", ex(u->src(0)), ')');
-          else
-            cat(e_, '(', type_of(d), ")(", ex(u->src(0)), ')');
+          bits_as(e_, d_, type_of(d));
+          cat(e_, ex(u->src(0)), ')');
           return value(u, "vec");
         }
         int n = counter_++;

@@ -75,6 +75,14 @@ std::string opencl_vector_helpers(int bits, int lanes);
 // and kiln_bitcast<V>
 std::string cuda_vector_helpers(int bits, int lanes);
 
+// A vector's bits as the vector `type` of the same size, spelled up to its operand (close it with
+// ')'): OpenCL's as_T( (it casts no vector to another type), CUDA's kiln_bitcast<T>(, GNU C's (T)(
+inline void bits_as(std::string& s, Dialect d, std::string_view type) {
+  if (d == Dialect::OpenCL) return cat(s, "as_", type, '(');
+  if (d == Dialect::Cuda) return cat(s, "kiln_bitcast<", type, ">(");
+  cat(s, '(', type, ")(");
+}
+
 // ---------------------------------------------------------------- operators (c_ops.cpp)
 
 // How the operator table spells the type of the node it writes.

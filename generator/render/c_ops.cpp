@@ -49,7 +49,6 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
   bool flt = is_float(d);
   std::string_view f = d.scalar == Scalar::Float64 ? "" : "f";
   bool cl = t.dialect == Dialect::OpenCL;  // OpenCL's math builtins are overloaded on every float type
-  bool cuda = t.dialect == Dialect::Cuda;
   auto fn = [&](std::string_view name) {
     if (t.vec) throw InternalError("render C: " + std::string(op_name(u->op)) + " on vectors");
     if (cl) return cat(e, name, '(', x[0], ')');
@@ -60,11 +59,13 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
   // integer math that may overflow goes through the unsigned type (C's unsigned arithmetic wraps)
   auto wrap = [&](std::string_view op) {
     if (!wraps) return binary(op);
-    if (t.vec && cl)  // OpenCL C casts no vector to another type: as_uint4 keeps the bits
-      return cat(e, "as_", t.type, "(as_", t.utype, '(', x[0], ')', op, "as_", t.utype, '(', x[1], "))");
-    if (t.vec && cuda)
-      return cat(e, "kiln_bitcast<", t.type, ">(kiln_bitcast<", t.utype, ">(", x[0], ')', op, "kiln_bitcast<", t.utype,
-                 ">(", x[1], "))");
+    if (t.vec && t.dialect != Dialect::C) {  // a GPU's vectors cast to no other type: through the bits
+      bits_as(e, t.dialect, t.type);
+      bits_as(e, t.dialect, t.utype);
+      cat(e, x[0], ')', op);
+      bits_as(e, t.dialect, t.utype);
+      return cat(e, x[1], "))");
+    }
     cat(e, '(', t.type, ")((", t.utype, ')', x[0], op, '(', t.utype, ')', x[1], ')');
   };
   // ints narrower than int are computed in int: the result is cast back (vectors hold 4 or 8 bytes)
@@ -80,9 +81,12 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
     case Op::MUL:
       return narrowed([&] { wrap(infix(u->op)); });
     case Op::NEG:
-      if (!flt && wraps && t.vec && cl) return cat(e, "as_", t.type, "(-as_", t.utype, '(', x[0], "))");
-      if (!flt && wraps && t.vec && cuda)
-        return cat(e, "kiln_bitcast<", t.type, ">(-kiln_bitcast<", t.utype, ">(", x[0], "))");
+      if (!flt && wraps && t.vec && t.dialect != Dialect::C) {
+        bits_as(e, t.dialect, t.type);
+        e += '-';
+        bits_as(e, t.dialect, t.utype);
+        return cat(e, x[0], "))");
+      }
       if (!flt && wraps && t.vec) return cat(e, '(', t.type, ")(-(", t.utype, ')', x[0], ')');
       if (!flt && wraps) return cat(e, '(', t.type, ")(0u - (", t.utype, ')', x[0], ')');
       return narrowed([&] { cat(e, '-', x[0]); });

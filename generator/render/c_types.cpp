@@ -234,7 +234,7 @@ std::string cuda_vector_helpers(int bits, int lanes) {
       "    for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i] ? -1 : 0;                     \\\n"
       "    return r;                                                                           \\\n"
       "  }\n"
-      "KILN_VCMP(<) KILN_VCMP(!=) KILN_VCMP(==) KILN_VCMP(>)\n"
+      "KILN_VCMP(<) KILN_VCMP(!=) KILN_VCMP(==)\n"
       "template <class T, int N> KILN_MEMBER kiln_vec<T, N> operator-(kiln_vec<T, N> a) {\n"
       "  kiln_vec<T, N> r;\n  for (int i = 0; i < N; ++i) r.v[i] = (T)-a.v[i];\n  return r;\n}\n"
       "/* a cast lane by lane (toward zero to an integer), and a bit cast */\n"

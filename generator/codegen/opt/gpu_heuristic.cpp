@@ -133,8 +133,8 @@ std::vector<Opt> tiles_and_groups(const UOp*& sink, const target::Target& t) {
   for (auto it = globals.rbegin(); it != globals.rend() && upcasts < 2; ++it) {
     const UOp* r = *it;
     if (r->src(0)->imax() < 64 || !divides(r, 4) || !some_input_ignores(sink, r)) continue;
-    const bool lanes = upcasts == 0 && it == globals.rbegin() &&
-                       std::find(padded.begin(), padded.end(), r->arg<RangeArg>().axis) == padded.end();
+    const bool lanes =
+        it == globals.rbegin() && std::find(padded.begin(), padded.end(), r->arg<RangeArg>().axis) == padded.end();
     upcasts += apply(Opt{lanes ? Opt::Kind::Lane : Opt::Kind::Upcast, r->arg<RangeArg>().axis, 4});
   }
   // work groups over the two innermost Global loops (their outer parts after the upcasts)

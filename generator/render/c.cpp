@@ -30,6 +30,10 @@ class CRenderer {
     out_.clear();
     out_.reserve(32 * lin_.size() + 256);
     pool_.reserve(16 * lin_.size());
+    if (d_ == Dialect::C && std::any_of(lin_.begin(), lin_.end(), [&](const UOp* u) {
+          return at(u).needed && u->dtype.scalar == Scalar::Float16;
+        }))
+      out_ += f16_typedef();
     if (!shapes_.empty() && d_ == Dialect::OpenCL) {  // OpenCL C's own vectors
       for (auto [bits, lanes] : shapes_) out_ += opencl_vector_helpers(bits, lanes);
     } else if (!shapes_.empty() && d_ == Dialect::Cuda) {  // C++ structs of lanes

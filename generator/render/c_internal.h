@@ -74,6 +74,8 @@ std::string opencl_vector_helpers(int bits, int lanes);
 // vector arithmetic), typedef'd to the C vectors' names, with the same helpers, kiln_convert<V>
 // and kiln_bitcast<V>
 std::string cuda_vector_helpers(int bits, int lanes);
+// The C dialect's float16 type, kiln_f16 (_Float16), declared once per translation unit
+std::string f16_typedef();
 
 // A vector's bits as the vector `type` of the same size, spelled up to its operand (close it with
 // ')'): OpenCL's as_T( (it casts no vector to another type), CUDA's kiln_bitcast<T>(, GNU C's (T)(

@@ -52,7 +52,7 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
   auto fn = [&](std::string_view name) {
     if (t.vec) throw InternalError("render C: " + std::string(op_name(u->op)) + " on vectors");
     if (cl) return cat(e, name, '(', x[0], ')');
-    if (d == dtypes::float16 && t.dialect == Dialect::C) return cat(e, "(_Float16)", name, "f((float)", x[0], ')');
+    if (d == dtypes::float16 && t.dialect == Dialect::C) return cat(e, "(kiln_f16)", name, "f((float)", x[0], ')');
     cat(e, name, f, '(', x[0], ')');
   };
   auto binary = [&](std::string_view op) { cat(e, x[0], op, x[1]); };
@@ -138,7 +138,7 @@ void alu(std::string& e, const UOp* u, std::span<const std::string_view> x, cons
       if (t.vec) break;
       if (cl) return cat(e, "pow(", x[0], ", ", x[1], ')');
       if (d == dtypes::float16 && t.dialect == Dialect::C)
-        return cat(e, "(_Float16)powf((float)", x[0], ", (float)", x[1], ')');
+        return cat(e, "(kiln_f16)powf((float)", x[0], ", (float)", x[1], ')');
       return cat(e, "pow", f, '(', x[0], ", ", x[1], ')');
     default:
       break;

@@ -59,7 +59,9 @@ std::string_view scalar_type(DType d, Dialect l) {
     case Scalar::Uint64:
       return "uint64_t";
     case Scalar::Float16:
-      return l == Dialect::Cuda ? "float" : "_Float16";  // CUDA: computed in float, rounded to half after every op
+      // C: kiln_f16, GCC's and Clang's _Float16 (f16_typedef()); CUDA: computed in float, rounded to
+      // half after every op
+      return l == Dialect::Cuda ? "float" : "kiln_f16";
     case Scalar::BFloat16:
       return "float";  // computed in float, rounded to bfloat16 after every op
     case Scalar::Float32:
@@ -268,6 +270,13 @@ std::string cuda_vector_helpers(int bits, int lanes) {
          " r;\n  for (int i = 0; i < " + n + "; ++i) r.v[i] = (" + pick + ") ? a.v[i] : b.v[i];\n  return r;\n}\n";
   }
   return s + "#endif\n";
+}
+
+std::string f16_typedef() {
+  // _Float16 is an extension of ISO C (GCC and Clang warn under -Wpedantic); __extension__ says it
+  // is meant, in a file that may be compiled with -Wpedantic -Werror. Only where a kernel uses it:
+  // a compiler without _Float16 (GCC for ARMv7 without -mfp16-format) then still builds the others
+  return "#ifndef KILN_F16\n#define KILN_F16\n__extension__ typedef _Float16 kiln_f16;\n#endif\n";
 }
 
 }  // namespace c

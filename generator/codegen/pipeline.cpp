@@ -53,6 +53,19 @@ const UOp* apply_tuned_gpu(const UOp* s, const TunedOpts& t, const target::Targe
   if (t.reduce_block > 0) throw OptError("a reduction block is for CPU targets, not " + target.name);
   s = mark_global_axes(s);
   for (const Opt& o : t.opts) {
+    if (o.kind == Opt::Kind::Tc) {  // the tensor cores take the kernel's matmul (its one reduction) whole
+      const UOp* red = nullptr;
+      for (const UOp* u : toposort(s))
+        if (u->op == Op::REDUCE) red = u;
+      if (o.amount != 0 || !red || red->nsrc() != 2 || red->src(1)->op != Op::RANGE ||
+          red->src(1)->arg<RangeArg>().axis != o.axis)
+        throw OptError(o.str() + ": TC(<axis>, 0) names the axis of the kernel's one reduction");
+      std::string why;
+      s = apply_tensor_cores(s, target, &why);
+      if (!s) throw OptError(o.str() + ": " + why);
+      if (applied) applied->push_back(o.str());
+      continue;
+    }
     const bool group = o.kind == Opt::Kind::Group || o.kind == Opt::Kind::GroupTop;
     // a group's items and partials (8 bytes each at most) within the target's work group
     if (group && (target.local_max.empty() || o.amount > target.local_max[0] || o.amount > target.local_max_total ||

@@ -14,6 +14,8 @@
 //   move gates:        the C renderer guards an access by the gate of its INDEX,
 //                      INDEX(buf, WHERE(valid, i, Invalid)), so gates stay there; the check is
 //                      that Invalid appears nowhere else (it has no value to compute with).
+#include <unordered_set>
+
 #include "generator/codegen/passes.h"
 
 namespace kiln::codegen {
@@ -50,9 +52,13 @@ const UOp* check_no_local_buffers(const UOp* sink) {
 }
 
 const UOp* check_vector_widths(const UOp* sink, int vector_bytes) {
-  for (const UOp* u : toposort(sink)) {
+  std::unordered_set<const UOp*> fragments;  // a tensor core's operands are registers of their own
+  const std::vector<const UOp*> topo = toposort(sink);
+  for (const UOp* u : topo)
+    if (u->op == Op::WMMA) fragments.insert(u->src().begin(), u->src().end());
+  for (const UOp* u : topo) {
     DType d = u->dtype.elem();
-    if (d.count > 1 && itemsize(d) > vector_bytes)
+    if (d.count > 1 && itemsize(d) > vector_bytes && !fragments.count(u))
       throw InternalError("stage 'devectorize': a vector of " + std::to_string(itemsize(d)) + " bytes (" +
                           std::string(op_name(u->op)) + " " + to_string(u->dtype) + "), wider than the target's " +
                           std::to_string(vector_bytes));

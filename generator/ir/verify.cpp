@@ -56,6 +56,19 @@ std::optional<std::string> verify_node(const UOp* u) {
         if (!compatible(u->dtype.base(), s)) return "a STACK's lanes are scalars of its element dtype";
       return std::nullopt;
     }
+    case Op::WMMA:  // D = A * B + C of one warp: each item's fragments (codegen/opt/tensor_cores.cpp)
+      if (auto e = nsrc(3)) return e;
+      if (!u->has_arg<Name>()) return "a WMMA names its shape";
+      for (const UOp* s : u->src())
+        if (s->dtype.count < 2 || !is_float(s->dtype)) return "a WMMA's fragments are float vectors";
+      if (u->dtype != u->src(2)->dtype) return "a WMMA has its accumulator's dtype";
+      return std::nullopt;
+    case Op::GEP:
+      if (auto e = nsrc(1)) return e;
+      if (!u->has_arg<int64_t>() || u->arg<int64_t>() < 0 || u->arg<int64_t>() >= u->src(0)->dtype.count)
+        return "a GEP reads a lane its vector has";
+      if (u->dtype != u->src(0)->dtype.base()) return "a GEP has its vector's element dtype";
+      return std::nullopt;
     case Op::INDEX:
       if (u->dtype.count != 1) return "an INDEX addresses a scalar element (a vector access is the LOAD's or STORE's)";
       return std::nullopt;

@@ -43,6 +43,11 @@ class CRenderer {
           "#ifndef __GNUC__\n#error \"this kernel uses GNU C vector types: compile it with GCC or Clang\"\n#endif\n";
       for (auto [bits, lanes] : shapes_) out_ += vector_helpers(bits, lanes);
     }
+    std::set<std::string_view> mma;  // the tensor cores' products the kernel uses
+    for (const UOp* u : lin_)
+      if (u->op == Op::WMMA && at(u).needed) mma.insert(u->arg<Name>().s);
+    if (!mma.empty() && d_ != Dialect::Cuda) throw InternalError("render C: tensor cores (WMMA) need a CUDA target");
+    for (std::string_view shape : mma) out_ += cuda_mma_helper(shape);
     if (gpu_dialect(d_)) {
       gpu_signature();
     } else {
@@ -380,6 +385,17 @@ class CRenderer {
         return;       // ordering only / rendered where loaded or stored
       case Op::STACK:
         return stack(u);
+      case Op::WMMA:  // a warp's product on the tensor cores (CUDA's)
+        e_.clear();
+        cat(e_, cuda_mma_name(u->arg<Name>().s), '(', ex(u->src(0)), ", ", ex(u->src(1)), ", ", ex(u->src(2)), ')');
+        return value(u, "mma");
+      case Op::GEP:  // a lane of a vector value
+        e_.clear();
+        if (d_ == Dialect::OpenCL)
+          cat(e_, ex(u->src(0)), ".s", "0123456789abcdef"[u->arg<int64_t>() & 15]);
+        else
+          cat(e_, ex(u->src(0)), '[', u->arg<int64_t>(), ']');
+        return value(u, "lane");
       case Op::LOAD: {
         if (d.count > 1) return vector_load(u);
         const UOp* src = u->src(0);

@@ -74,6 +74,12 @@ std::string opencl_vector_helpers(int bits, int lanes);
 // vector arithmetic), typedef'd to the C vectors' names, with the same helpers, kiln_convert<V>
 // and kiln_bitcast<V>
 std::string cuda_vector_helpers(int bits, int lanes);
+// The tensor cores' product for CUDA (WMMA of shape `shape`, "m16n8k16.f16" or "m16n8k16.bf16"):
+// kiln_mma_<shape as an identifier>(a, b, c), one warp's D = A * B + C through mma.sync, each
+// thread's fragments as float vectors (kiln_vf32x8 a, kiln_vf32x4 b and c); needs the vectors of
+// 8 and 4 floats and the narrow floats' conversions. Throws where kiln has no such product.
+std::string cuda_mma_helper(std::string_view shape);
+std::string cuda_mma_name(std::string_view shape);
 // The C dialect's float16 type, kiln_f16 (_Float16), declared once per translation unit
 std::string f16_typedef();
 

@@ -1,4 +1,5 @@
 // C types, literals and the preamble of the C renderer.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -277,6 +278,51 @@ std::string f16_typedef() {
   // is meant, in a file that may be compiled with -Wpedantic -Werror. Only where a kernel uses it:
   // a compiler without _Float16 (GCC for ARMv7 without -mfp16-format) then still builds the others
   return "#ifndef KILN_F16\n#define KILN_F16\n__extension__ typedef _Float16 kiln_f16;\n#endif\n";
+}
+
+std::string cuda_mma_name(std::string_view shape) {
+  std::string n = "kiln_mma_" + std::string(shape);
+  std::replace(n.begin(), n.end(), '.', '_');
+  return n;
+}
+
+std::string cuda_mma_helper(std::string_view shape) {
+  if (shape != "m16n8k16.f16" && shape != "m16n8k16.bf16")
+    throw InternalError("render CUDA: no tensor core product " + std::string(shape));
+  const std::string ty = shape.ends_with(".bf16") ? "bf16" : "f16", name = cuda_mma_name(shape);
+  const std::string guard = "KILN_MMA_M16N8K16_" + std::string(ty == "f16" ? "F16" : "BF16");
+  const std::string pack = "kiln_pack_" + ty + "x2";
+  std::string s = "#ifndef " + guard + "\n#define " + guard + "\n";
+  s += "/* one warp's D = A * B + C on the tensor cores (mma.sync.m16n8k16, sm_80 and newer), each thread's\n"
+       "   fragments in PTX's layout: A's 8 and B's 4 " +
+       ty +
+       " values (as floats), C's and D's 4 floats. A host build of the kernels\n"
+       "   (no __CUDA_ARCH__: a test's, without a GPU) computes it in kiln_mma_on_host instead */\n"
+       "#ifndef __CUDA_ARCH__\n"
+       "extern \"C\" void kiln_mma_on_host(const float* a, const float* b, const float* c, float* d);\n"
+       "#endif\n"
+       "KILN_INLINE uint32_t " +
+       pack + "(float lo, float hi) {\n  return (uint32_t)kiln_f32_to_" + ty + "(lo) | ((uint32_t)kiln_f32_to_" + ty +
+       "(hi) << 16);\n}\n"
+       "KILN_INLINE kiln_vf32x4 " +
+       name +
+       "(kiln_vf32x8 a, kiln_vf32x4 b, kiln_vf32x4 c) {\n"
+       "  kiln_vf32x4 d;\n"
+       "#ifdef __CUDA_ARCH__\n"
+       "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32." +
+       ty + "." + ty +
+       ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\"\n"
+       "      : \"=f\"(d.v[0]), \"=f\"(d.v[1]), \"=f\"(d.v[2]), \"=f\"(d.v[3])\n"
+       "      : \"r\"(" +
+       pack + "(a.v[0], a.v[1])), \"r\"(" + pack + "(a.v[2], a.v[3])), \"r\"(" + pack + "(a.v[4], a.v[5])),\n" +
+       "        \"r\"(" + pack + "(a.v[6], a.v[7])), \"r\"(" + pack + "(b.v[0], b.v[1])), \"r\"(" + pack +
+       "(b.v[2], b.v[3])),\n"
+       "        \"f\"(c.v[0]), \"f\"(c.v[1]), \"f\"(c.v[2]), \"f\"(c.v[3]));\n"
+       "#else\n"
+       "  kiln_mma_on_host(a.v, b.v, c.v, d.v);\n"
+       "#endif\n"
+       "  return d;\n}\n#endif\n";
+  return s;
 }
 
 }  // namespace c

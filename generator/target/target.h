@@ -56,6 +56,9 @@ struct Target {
   int64_t local_max_total = 0;      // and in a whole work group
   int64_t local_bytes = 0;          // local (shared) memory per work group
   std::string cuda_arch;            // a CUDA target's architecture, as nvcc names it ("sm_80")
+  // the warp-wide matrix products it has (codegen/opt/tensor_cores.cpp), as PTX names the shape and
+  // the inputs' and sums' types ("m16n8k16 f16 f32")
+  std::vector<std::string> tensor_cores;
 };
 
 // Every target, best first within an architecture (the order kiln writes and dispatch tries them).

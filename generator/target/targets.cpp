@@ -151,6 +151,7 @@ const std::vector<Target>& targets() {
       cu.name = "cuda-sm" + std::to_string(sm), cu.symbol = "cuda_sm" + std::to_string(sm), cu.arch = "cuda";
       cu.cuda_arch = "sm_" + std::to_string(sm);
       gpu(cu, Output::Cuda, 1024, 48 << 10);
+      cu.tensor_cores = {"m16n8k16 f16 f32", "m16n8k16 bf16 f32"};  // mma.sync since sm_80
     }
 
     // portable C: the consumer's compiler picks the machine; 16-byte vectors exist (or are
@@ -289,7 +290,8 @@ std::string table_json() {
     s += std::string(", \"gpu\": ") + (t.gpu ? "true" : "false");
     s += ", \"global_max\": " + int_list(t.global_max) + ", \"local_max\": " + int_list(t.local_max);
     s += ", \"local_max_total\": " + std::to_string(t.local_max_total);
-    s += ", \"local_bytes\": " + std::to_string(t.local_bytes) + ", \"cuda_arch\": " + quoted(t.cuda_arch) + "}";
+    s += ", \"local_bytes\": " + std::to_string(t.local_bytes) + ", \"cuda_arch\": " + quoted(t.cuda_arch);
+    s += ", \"tensor_cores\": " + quoted_list(t.tensor_cores) + "}";
   }
   return s + "\n]\n";
 }

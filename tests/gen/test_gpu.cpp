@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -23,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -169,6 +171,78 @@ TEST_F(Gpu, GemmAtEveryBucketAndTheGenericVariantMatchesTheReference) {
     matmul(a, b, s.m, s.k, s.n, want, scale);
     expect_close(c, want, scale, 1e-6,
                  "gemm " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n));
+  }
+}
+
+// half-precision inputs rounded to their 16 bits (float16: through _Float16; bfloat16: to nearest
+// even), with the values they hold as floats for the reference
+template <class H> std::vector<H> narrowed(std::vector<float>& v) {
+  std::vector<H> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint32_t u;
+    if constexpr (std::is_same_v<H, kiln::float16>) {
+      const _Float16 h = static_cast<_Float16>(v[i]);
+      std::memcpy(&out[i].bits, &h, 2);
+      v[i] = static_cast<float>(h);
+    } else {
+      std::memcpy(&u, &v[i], 4);
+      u += 0x7fffu + ((u >> 16) & 1u);  // (a quiet NaN stays one)
+      out[i].bits = uint16_t(u >> 16);
+      u = uint32_t(out[i].bits) << 16;
+      std::memcpy(&v[i], &u, 4);
+    }
+  }
+  return out;
+}
+
+// hgemm (float16 inputs, float sums) and bgemm (bfloat16 in and out): in the M % 16, N % 64, H % 16
+// bucket the CUDA targets' variant runs on the tensor cores (TC: on the fake driver through
+// kiln_mma_on_host, cuda_on_host.py's; on a GPU, mma.sync), and so does the H % 16 variant, M and
+// N padded to whole tiles (PADTO: the reads past the ends give 0, the stores there are gated off);
+// the others (H not a multiple of 16, M == 1) take the usual kernels; a NaN in a spreads along
+// its row. The tensor cores' products of halves are exact (float16 x float16 and bfloat16 x
+// bfloat16 fit a float), so hgemm's results are those of its float sums.
+TEST_F(Gpu, HalfPrecisionMatmulsOnTheTensorCoresWhereTheShapeIsInWholeTiles) {
+  struct Shape {
+    int64_t m, h, n;
+    std::string variant;
+  };
+  const Shape shapes[] = {{16, 16, 64, "[M % 16 == 0 && N % 64 == 0 && H % 16 == 0]"},
+                          {48, 128, 192, "[M % 16 == 0 && N % 64 == 0 && H % 16 == 0]"},
+                          {32, 17, 128, "[M % 16 == 0 && N % 64 == 0]"},
+                          {5, 32, 70, "[H % 16 == 0]"},
+                          {1, 33, 64, "[M == 1 && N % 64 == 0]"}};
+  for (const Shape& s : shapes) {
+    const std::string at = std::to_string(s.m) + "x" + std::to_string(s.h) + "x" + std::to_string(s.n);
+    std::vector<float> a = inputs<float>(size_t(s.m * s.h), 21), b = inputs<float>(size_t(s.h * s.n), 22);
+    if (s.m > 2) a[size_t(s.h + 3)] = kNaN;  // row 1
+    std::vector<double> want, scale;
+    {  // float16 in, float out
+      std::vector<kiln::float16> ha = narrowed<kiln::float16>(a), hb = narrowed<kiln::float16>(b);
+      std::vector<float> c(size_t(s.m * s.n), -kNaN);
+      kiln::TensorView va(ha.data(), {s.m, s.h}), vb(hb.data(), {s.h, s.n}), vc(c.data(), {s.m, s.n});
+      EXPECT_EQ(taken(lib::hgemm_explain(va, vb, vc, gpu())), "hgemm" + s.variant + kOn);
+      kiln::Status st = lib::hgemm(va, vb, vc, gpu());
+      ASSERT_TRUE(st.ok()) << st.message();
+      matmul(a, b, s.m, s.h, s.n, want, scale);
+      expect_close(c, want, scale, 1e-6, "hgemm " + at);
+    }
+    {  // bfloat16 in and out: each product and the result rounded to bfloat16 (2^-8) off the tensor cores
+      std::vector<kiln::bfloat16> ba = narrowed<kiln::bfloat16>(a), bb = narrowed<kiln::bfloat16>(b);
+      std::vector<kiln::bfloat16> c(size_t(s.m * s.n), kiln::bfloat16{0x7fc1});
+      kiln::TensorView va(ba.data(), {s.m, s.h}), vb(bb.data(), {s.h, s.n}), vc(c.data(), {s.m, s.n});
+      EXPECT_EQ(taken(lib::bgemm_explain(va, vb, vc, gpu())), "bgemm" + s.variant + kOn);
+      kiln::Status st = lib::bgemm(va, vb, vc, gpu());
+      ASSERT_TRUE(st.ok()) << st.message();
+      matmul(a, b, s.m, s.h, s.n, want, scale);
+      std::vector<float> got(c.size());
+      for (size_t i = 0; i < c.size(); ++i) {
+        const uint32_t u = uint32_t(c[i].bits) << 16;
+        std::memcpy(&got[i], &u, 4);
+      }
+      for (size_t i = 0; i < want.size(); ++i) scale[i] += std::fabs(want[i]);
+      expect_close(got, want, scale, 1.0 / 128, "bgemm " + at);
+    }
   }
 }
 

@@ -196,6 +196,7 @@ class Machine {
       case Op::SHRINK:
       case Op::STORE:
       case Op::WMMA:
+      case Op::GEP:
       case Op::BARRIER:
       case Op::IF:
       case Op::END:

@@ -160,6 +160,47 @@ TEST_F(CudaTest, LanesAreCudaVectors) {
   compile();
 }
 
+// Matmuls of half inputs in whole tiles take the tensor cores (TC): float16 into a float sum, and
+// bfloat16 in and out, batched (a batch loop beside the tile's), each a warp (a work group of 32)
+// per 16 x 8 tile, fragments loaded a 16-step of K at a time, and one mma.sync.m16n8k16 of PTX a
+// step. Rows and columns that are not whole tiles are padded to them (20 x 13: PADTO, the reads
+// past the ends gated to 0, the stores there off). Not where K is not a multiple of 16 (24), a
+// dim is never a tile long (M = 1: a matrix-vector product) or the inputs are float.
+TEST_F(CudaTest, HalfMatmulsInWholeTilesTakeTheTensorCores) {
+  std::vector<std::string> applied;
+  auto opts_of = [&](const std::vector<Tensor>& outs) {
+    schedule::Schedule s = schedule::schedule(ins, outs, "t" + std::to_string(programs++));
+    codegen::PipelineOptions o;
+    o.target = &sm80();
+    applied.clear();
+    o.applied_opts = &applied;
+    std::string joined;
+    for (const auto& k : s.kernels) {
+      source += codegen::compile_to_c(k.ast, s.vars, o).source;
+      ++kernels;
+      for (const std::string& a : applied) joined += a + " ";
+    }
+    return joined;
+  };
+  Tensor a = input("a", {64, 32}, dtypes::float16), b = input("b", {32, 48}, dtypes::float16);
+  EXPECT_EQ(opts_of({a.cast(dtypes::float32).matmul(b.cast(dtypes::float32))}), "TC(2, 0) ");
+  Tensor x = input("x", {3, 32, 16}, dtypes::bfloat16), y = input("y", {3, 16, 24}, dtypes::bfloat16);
+  EXPECT_EQ(opts_of({x.matmul(y)}), "TC(3, 0) ");
+  Tensor p = input("p", {16, 24}, dtypes::float16), q = input("q", {24, 8}, dtypes::float16);
+  EXPECT_EQ(opts_of({p.cast(dtypes::float32).matmul(q.cast(dtypes::float32))}).find("TC"), std::string::npos);
+  Tensor u = input("u", {20, 32}, dtypes::float16), v = input("v", {32, 13}, dtypes::float16);
+  EXPECT_EQ(opts_of({u.cast(dtypes::float32).matmul(v.cast(dtypes::float32))}), "PADTO(0, 16) PADTO(1, 8) TC(2, 0) ");
+  Tensor r = input("r", {1, 64}, dtypes::float16), w = input("w", {64, 64}, dtypes::float16);
+  EXPECT_EQ(opts_of({r.cast(dtypes::float32).matmul(w.cast(dtypes::float32))}).find("TC"), std::string::npos);
+  Tensor f = input("f", {64, 32}), g = input("g", {32, 48});
+  EXPECT_EQ(opts_of({f.matmul(g)}).find("TC"), std::string::npos);
+  for (const char* text :
+       {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "kiln_mma_m16n8k16_f16(", "kiln_mma_m16n8k16_bf16(", "threadIdx.x"})
+    EXPECT_NE(source.find(text), std::string::npos) << text << "\n" << source;
+  compile();
+}
+
 TEST_F(CudaTest, MovementOps) {
   kinds::movement_ops(*this);
   compile();

@@ -68,6 +68,7 @@ TEST(Targets, JsonHasEveryTargetAndField) {
     EXPECT_EQ(o.at("output"), outputs[size_t(t.output)][0]);
     EXPECT_EQ(o.at("extension"), outputs[size_t(t.output)][1]);
     EXPECT_EQ(o.at("cuda_arch"), t.cuda_arch);
+    EXPECT_EQ(o.at("tensor_cores"), t.tensor_cores);
     EXPECT_EQ(o.at("gpu"), t.gpu);
     EXPECT_EQ(o.at("global_max").size(), t.global_max.size());
     EXPECT_EQ(o.at("local_bytes"), t.local_bytes);

@@ -286,6 +286,13 @@ std::vector<Opt> gpu_optimizations(const UOp*& sink, const target::Target& t) {
   sink = mark_global_axes(sink);
   std::vector<Opt> chosen;
   if (t.local_bytes <= 0 || t.local_max.empty()) return chosen;
+  // a matmul of halves: on the tensor cores, its dims padded to whole tiles where they are not
+  if (const UOp* s = apply_tensor_cores(sink, t, nullptr, &chosen)) {
+    for (const UOp* u : toposort(sink))
+      if (u->op == Op::REDUCE) chosen.push_back(Opt{Opt::Kind::Tc, u->src(1)->arg<RangeArg>().axis, 0});
+    sink = s;
+    return chosen;
+  }
   if (std::optional<Opt> g = group_choice(sink, t)) {
     // the partials of one group, in local memory
     const int64_t bytes = g->amount * 8;

@@ -108,6 +108,17 @@ const UOp* mark_thread_axis(const UOp* sink);
 // that reads a buffer it stores (its work items could race) or has no output loop.
 const UOp* mark_global_axes(const UOp* sink);
 
+// TC (tensor_cores.cpp): a kernel that stores a sum of products of two float16 (or bfloat16) inputs
+// as floats (C = A @ B, rows M, columns N, reduction K, any other output loop a batch), on the
+// target's tensor cores: a warp (a work group of 32 items) per 16 x 8 tile of C, mma.sync.m16n8k16
+// on each 16-step of K. M, N and K must be known multiples of 16, 8 and 16 (a bucket's). Returns
+// nullptr, with the reason in `why` where given, where the kernel or the target does not qualify.
+// The opt's spelling: TC(<the reduction's axis>, 0). With `pads`, in a kernel of two output loops,
+// rows or columns that are not a multiple but may reach one are padded first (PADTO, listed in
+// *pads where TC then applies); K must be a known multiple of 16.
+const UOp* apply_tensor_cores(const UOp* sink, const target::Target& t, std::string* why = nullptr,
+                              std::vector<Opt>* pads = nullptr);
+
 // (gpu_heuristic.cpp) Does the kernel read, at an INDEX other than a store's, a buffer it stores?
 // Work items that split its loops could then read what another one stores.
 bool reads_what_it_stores(const UOp* sink);

@@ -6,6 +6,8 @@
 // the device) and one baseline call on the same device, interleaved.
 //   Gpu/<device>/sgemm/...      GFLOP/s; with cuBLAS (libcublas.so from the CUDA toolkit, found at
 //                               run time) as base_GFLOP/s and x_cublas = cuBLAS time / kiln time
+//   Gpu/cuda/hgemm/...          float16 inputs, float sums (the tensor cores): GFLOP/s, with cuBLAS's
+//                               GemmEx of the same types as the baseline
 //   Gpu/<device>/bias_relu/...  relu(a * b + c): GB/s (16 bytes an element: three read, one
 //   Gpu/<device>/softmax/...    written; softmax 8: its row read once, written once) against the
 //                               device's own copy of as many bytes (clEnqueueCopyBuffer,
@@ -24,6 +26,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -82,7 +85,7 @@ class OpenclCopy {
   int32_t (*release_queue_)(void*) = nullptr;
 };
 
-// The CUDA driver's copy and cuBLAS's sgemm, in the primary context of device 0 (the one the kiln
+// The CUDA driver's copy and cuBLAS's sgemm and GemmEx, in the primary context of device 0 (the one the kiln
 // runtime's calls run in), made current on the calling thread for each call.
 class CudaCalls {
  public:
@@ -101,7 +104,8 @@ class CudaCalls {
     for (const char* name : {"libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13"})
       if ((cublas_ = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
     if (cublas_ != nullptr && sym(cublas_, blas_create_, "cublasCreate_v2") &&
-        sym(cublas_, blas_destroy_, "cublasDestroy_v2") && sym(cublas_, sgemm_, "cublasSgemm_v2") && push()) {
+        sym(cublas_, blas_destroy_, "cublasDestroy_v2") && sym(cublas_, sgemm_, "cublasSgemm_v2") &&
+        sym(cublas_, gemm_ex_, "cublasGemmEx") && push()) {
       if (blas_create_(&handle_) != 0) handle_ = nullptr;
       pop();
     }
@@ -136,8 +140,22 @@ class CudaCalls {
     pop();
     return ok;
   }
+  // the same with float16 a and b and a float c, summed in float (cublasGemmEx: CUDA_R_16F = 2,
+  // CUDA_R_32F = 0, CUBLAS_COMPUTE_32F = 68, CUBLAS_GEMM_DEFAULT = -1, as the toolkit's headers have them)
+  bool hgemm(const kiln::DeviceBuffer& a, const kiln::DeviceBuffer& b, const kiln::DeviceBuffer& c, int m, int n,
+             int k) {
+    if (!push()) return false;
+    const float one = 1.0f, zero = 0.0f;
+    constexpr int kNoTranspose = 0, kHalf = 2, kFloat = 0, kComputeFloat = 68, kDefaultAlgo = -1;
+    const bool ok = gemm_ex_(handle_, kNoTranspose, kNoTranspose, n, m, k, &one, address_of(b), kHalf, n, address_of(a),
+                             kHalf, k, &zero, address_of(c), kFloat, n, kComputeFloat, kDefaultAlgo) == 0 &&
+                    sync_() == 0;
+    pop();
+    return ok;
+  }
 
  private:
+  static void* address_of(const kiln::DeviceBuffer& d) { return d.handle(); }
   template <class F> static bool sym(void* lib, F& f, const char* name) {
     f = reinterpret_cast<F>(dlsym(lib, name));
     return f != nullptr;
@@ -165,6 +183,8 @@ class CudaCalls {
   int (*blas_destroy_)(void*) = nullptr;
   int (*sgemm_)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int, const float*,
                 float*, int) = nullptr;
+  int (*gemm_ex_)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
+                  const void*, void*, int, int, int, int) = nullptr;
 };
 
 // One GPU the benchmarks run on: its context, and its own copy (and sgemm, for CUDA).
@@ -237,6 +257,47 @@ void sgemm(benchmark::State& state, const Gpu* gpu) {
       },
       dc, size_t(m * n), cublas ? "cublas" : nullptr,
       [&] { return gpu->cuda->sgemm(da, db, dw, int(m), int(n), int(k)); }, 2.0 * double(m) * double(n) * double(k),
+      true);
+}
+
+// float16 bits of random floats, and the floats they hold (what the CPU's reference reads)
+std::vector<kiln::float16> halves(std::vector<float>& v) {
+  std::vector<kiln::float16> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const _Float16 x = static_cast<_Float16>(v[i]);
+    std::memcpy(&h[i].bits, &x, sizeof x);
+    v[i] = static_cast<float>(x);
+  }
+  return h;
+}
+
+void hgemm(benchmark::State& state, const Gpu* gpu) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  std::vector<float> fa = random_floats(size_t(m * k), 7), fb = random_floats(size_t(k * n), 8);
+  std::vector<kiln::float16> a = halves(fa), b = halves(fb);
+  kiln::Status failed;
+  kiln::DeviceBuffer da(*gpu->ctx, a.size() * 2), db(*gpu->ctx, b.size() * 2);
+  for (auto [d, h] : {std::pair{&da, &a}, {&db, &b}}) {
+    kiln::Status s = d->status();
+    if (s.ok()) s = d->upload(h->data(), h->size() * 2);
+    if (!s.ok() && failed.ok()) failed = s;
+  }
+  kiln::DeviceBuffer dc = on_device(*gpu->ctx, size_t(m * n), nullptr, &failed),
+                     dw = on_device(*gpu->ctx, size_t(m * n), nullptr, &failed);
+  if (!failed.ok()) return state.SkipWithError(failed.message().c_str());
+  const bool cublas = gpu->cuda != nullptr && gpu->cuda->has_cublas();
+  side_by_side(
+      state,
+      [&] {
+        return kiln_bench_gpu::hgemm(da.view<kiln::float16>({m, k}), db.view<kiln::float16>({k, n}),
+                                     dc.view<float>({m, n}), gpu->ctx.get());
+      },
+      [&](kiln::Context* cpu, float* want) {
+        return kiln_bench_gpu::hgemm(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
+                                     kiln::TensorView(want, {m, n}), cpu);
+      },
+      dc, size_t(m * n), cublas ? "cublas" : nullptr,
+      [&] { return gpu->cuda->hgemm(da, db, dw, int(m), int(n), int(k)); }, 2.0 * double(m) * double(n) * double(k),
       true);
 }
 
@@ -326,6 +387,13 @@ void register_gpu_benchmarks() {
         ->Args({4000, 4000, 4000})  // the generic variant
         ->Unit(benchmark::kMillisecond)
         ->UseManualTime();
+    if (gpu->cuda != nullptr)  // the tensor cores: the CUDA targets' (OpenCL's variants are sgemm's kind)
+      benchmark::RegisterBenchmark((at + "hgemm").c_str(), hgemm, gpu.get())
+          ->ArgNames({"m", "n", "k"})
+          ->Args({4096, 4096, 4096})  // M % 64, N % 64, L % 16: whole tiles
+          ->Args({4000, 4000, 4000})  // L % 16, M and N padded to whole tiles
+          ->Unit(benchmark::kMillisecond)
+          ->UseManualTime();
     benchmark::RegisterBenchmark((at + "bias_relu").c_str(), bias_relu, gpu.get())
         ->ArgNames({"n"})
         ->Arg(1 << 20)

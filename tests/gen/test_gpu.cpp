@@ -209,6 +209,8 @@ TEST_F(Gpu, HalfPrecisionMatmulsOnTheTensorCoresWhereTheShapeIsInWholeTiles) {
   };
   const Shape shapes[] = {{16, 16, 64, "[M % 16 == 0 && N % 64 == 0 && H % 16 == 0]"},
                           {48, 128, 192, "[M % 16 == 0 && N % 64 == 0 && H % 16 == 0]"},
+                          {64, 16, 128, "[M % 16 == 0 && N % 64 == 0 && H % 16 == 0]"},  // a warp: 1 x 4 products
+                          {61, 48, 100, "[H % 16 == 0]"},  // M, N padded to 64 and 32: 2 warps, the second's rows gated
                           {32, 17, 128, "[M % 16 == 0 && N % 64 == 0]"},
                           {5, 32, 70, "[H % 16 == 0]"},
                           {1, 33, 64, "[M == 1 && N % 64 == 0]"}};

@@ -160,14 +160,15 @@ TEST_F(CudaTest, LanesAreCudaVectors) {
   compile();
 }
 
-// Matmuls of half inputs in whole tiles take the tensor cores (TC): float16 into a float sum, and
-// bfloat16 in and out, batched (a batch loop beside the tile's), each a warp (a work group of 32)
-// per 16 x 8 tile, fragments loaded a 16-step of K at a time, and one mma.sync.m16n8k16 of PTX a
-// step. Rows and columns that are not whole tiles are padded to them (20 x 13: PADTO, the reads
-// past the ends gated to 0, the stores there off). Not where K is not a multiple of 16 (24), a
-// dim is never a tile long (M = 1: a matrix-vector product) or the inputs are float.
+// Matmuls of half inputs take the tensor cores (TC): float16 into a float sum, and bfloat16 in and
+// out, batched (a batch loop beside the tile's), fragments loaded a 16-step of K at a time, and
+// mma.sync.m16n8k16 of PTX. 64 x 48: blocks of 64 x 16, 2 warps (4 x 8 x 2 items), each 2 x 2
+// products a step. Rows and columns that are not whole tiles are padded to them (20 x 13: PADTO,
+// the reads past the ends gated to 0, the stores there off). Not where K is not a multiple of 16
+// (24), a dim is never a tile long (M = 1: a matrix-vector product) or the inputs are float.
 TEST_F(CudaTest, HalfMatmulsInWholeTilesTakeTheTensorCores) {
   std::vector<std::string> applied;
+  codegen::CKernel last;
   auto opts_of = [&](const std::vector<Tensor>& outs) {
     schedule::Schedule s = schedule::schedule(ins, outs, "t" + std::to_string(programs++));
     codegen::PipelineOptions o;
@@ -176,14 +177,29 @@ TEST_F(CudaTest, HalfMatmulsInWholeTilesTakeTheTensorCores) {
     o.applied_opts = &applied;
     std::string joined;
     for (const auto& k : s.kernels) {
-      source += codegen::compile_to_c(k.ast, s.vars, o).source;
+      last = codegen::compile_to_c(k.ast, s.vars, o);
+      source += last.source;
       ++kernels;
       for (const std::string& a : applied) joined += a + " ";
     }
     return joined;
   };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
   Tensor a = input("a", {64, 32}, dtypes::float16), b = input("b", {32, 48}, dtypes::float16);
   EXPECT_EQ(opts_of({a.cast(dtypes::float32).matmul(b.cast(dtypes::float32))}), "TC(2, 0) ");
+  EXPECT_EQ(count(last.source, "kiln_mma_m16n8k16_f16(vec"), 4u) << last.source;
+  for (auto [size, want] : {std::pair{last.local_size, std::array<int64_t, 3>{4, 8, 2}}, {last.global_size, {3, 1, 1}}})
+    for (size_t d = 0; d < 3; ++d)
+      if (size[d] != nullptr) {
+        ASSERT_EQ(size[d]->op, Op::CONST);
+        EXPECT_EQ(size[d]->ival(), want[d]) << d;
+      } else {
+        EXPECT_EQ(want[d], 1) << d;
+      }
   Tensor x = input("x", {3, 32, 16}, dtypes::bfloat16), y = input("y", {3, 16, 24}, dtypes::bfloat16);
   EXPECT_EQ(opts_of({x.matmul(y)}), "TC(3, 0) ");
   Tensor p = input("p", {16, 24}, dtypes::float16), q = input("q", {24, 8}, dtypes::float16);

@@ -110,12 +110,12 @@ const UOp* mark_global_axes(const UOp* sink);
 
 // TC (tensor_cores.cpp): a kernel that stores a sum of products of two float16 (or bfloat16) inputs
 // as floats (C = A @ B, rows M, columns N, reduction K, any other output loop a batch), on the
-// target's tensor cores: a warp (a work group of 32 items) per 16 x 8 tile of C, mma.sync.m16n8k16
-// on each 16-step of K. M, N and K must be known multiples of 16, 8 and 16 (a bucket's). Returns
-// nullptr, with the reason in `why` where given, where the kernel or the target does not qualify.
-// The opt's spelling: TC(<the reduction's axis>, 0). With `pads`, in a kernel of two output loops,
-// rows or columns that are not a multiple but may reach one are padded first (PADTO, listed in
-// *pads where TC then applies); K must be a known multiple of 16.
+// target's tensor cores: a block per tile of C of up to 128 x 32, a warp (32 work items) per 32 x 32
+// of it at most, mma.sync.m16n8k16 on each 16-step of K (the tile the most that divides). M, N and K must be known
+// multiples of 16, 8 and 16 (a bucket's). Returns nullptr, with the reason in `why` where given, where the kernel or
+// the target does not qualify. The opt's spelling: TC(<the reduction's axis>, 0). With `pads`, in a kernel of two
+// output loops, rows or columns that are not a multiple but may reach one are padded first (PADTO, listed in *pads
+// where TC then applies); K must be a known multiple of 16.
 const UOp* apply_tensor_cores(const UOp* sink, const target::Target& t, std::string* why = nullptr,
                               std::vector<Opt>* pads = nullptr);
 

@@ -1,18 +1,21 @@
 // TC: a matmul of half-precision inputs on a GPU's tensor cores (tinygrad's TC opt, for NVIDIA's
 // mma.sync.m16n8k16 with float sums).
 //
-// One warp (32 work items, a work group) computes a 16 x 8 tile of the output. At every step of 16
-// along the reduction each item loads its share of the tile's operands (its fragment: 8 elements
-// of A's 16 x 16 block, 4 of B's 16 x 8) and the warp multiplies them at once (WMMA), each item
-// getting its 4 elements of the 16 x 8 product, which it adds to its 4 sums. PTX fixes which
+// One warp (32 work items) computes 16 x 8 products of the output, up to 2 x 4 of them (32 x 32),
+// and a block (a work group) up to 4 warps down the rows (128 x 32). At every step of 16 along the
+// reduction each item loads its share of the products' operands (its fragments: 8 elements of A's
+// 16 x 16 block for each row of products, 4 of B's 16 x 8 for each column) and the warp multiplies
+// them at once (WMMA), each item getting its 4 elements of each 16 x 8 product, which it adds to
+// its sums. PTX fixes which
 // elements an item holds; with lane = the item's id in the warp, g = lane / 4 and t = lane % 4:
 //   A element i (0..7): row g + 8 * (i / 2 % 2), column 2 * t + i % 2 + 8 * (i / 4)
 //   B element i (0..3): row 2 * t + i % 2 + 8 * (i / 2), column g
 //   C element i (0..3): row g + 8 * (i / 2), column 2 * t + i % 2
 // (PTX ISA, "Matrix fragments for mma.m16n8k16 with floating point type"). The kernel is written
-// with those indices directly, not through tinygrad's opts and swizzles: the tile's rows and
-// columns become two Global loops (the warps), the lane two Local loops of 8 and 4 (the work group), the
-// reduction a loop of 16-steps, and the 4 outputs four REDUCEs of a GEP of one WMMA. Rows and
+// with those indices directly, not through tinygrad's opts and swizzles: the block's rows and
+// columns become two Global loops, its warp a Local loop and the lane two more of 8 and 4 (the work
+// group), the reduction a loop of 16-steps, and each product's 4 outputs four REDUCEs of a GEP of
+// its WMMA. Rows and
 // columns that are not whole tiles are padded to them first where the caller allows (PADTO): the
 // work items past the ends load zeros and store nothing, and every lane of each warp runs every
 // step. (A padded reduction's WHERE(k < K, a * b, 0) is taken too, where a tune database pads it.)
@@ -20,6 +23,8 @@
 // The product of two halves is exact in the tensor core, where the kernel's own semantics rounds it
 // to half before the float sum (as tinygrad's TC, kiln takes the exact product).
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "generator/codegen/opt/opts.h"
 #include "generator/codegen/passes.h"
@@ -29,6 +34,13 @@
 namespace kiln::codegen {
 
 namespace {
+
+// A block's tile, largest first: rows of 128 (4 warps down the rows, each two products of 16 rows),
+// 64, 32 (one warp) and 16; columns of 32 (each warp's four products of 8 columns), 16 and 8
+constexpr std::array<int64_t, 4> kRowTiles = {128, 64, 32, 16};
+constexpr std::array<int64_t, 3> kColumnTiles = {32, 16, 8};
+constexpr const char* kF16 = "m16n8k16.f16";
+constexpr const char* kBf16 = "m16n8k16.bf16";
 
 const UOp* refuse(std::string* why, std::string reason) {
   if (why) *why = "TC: " + std::move(reason);
@@ -104,9 +116,15 @@ const UOp* apply_tensor_cores(const UOp* sink, const target::Target& t, std::str
   if (pads && k->src(0)->divides(16) && (end->nsrc() == 3 || (m->src(0)->divides(16) && n->src(0)->divides(8)))) {
     const UOp* s = sink;
     std::vector<Opt> made;
-    for (auto [r, size] : {std::pair{m, int64_t(16)}, {n, int64_t(8)}}) {
-      if (r->src(0)->divides(size)) continue;
-      if (r->src(0)->imax() < size) return refuse(why, "a dim is never as long as a tile");
+    for (auto [r, sizes] : {std::pair<const UOp*, std::span<const int64_t>>{m, kRowTiles}, {n, kColumnTiles}}) {
+      if (r->src(0)->divides(sizes.back())) continue;
+      if (r->src(0)->imax() < sizes.back()) return refuse(why, "a dim is never as long as a tile");
+      int64_t size = sizes.front();  // the block's tile where the dim may be as long, else less
+      for (int64_t z : sizes)
+        if (r->src(0)->imax() >= z) {
+          size = z;
+          break;
+        }
       const Opt o{Opt::Kind::Padto, r->arg<RangeArg>().axis, size};
       if (!(s = apply_opt(s, o, why, true))) return nullptr;
       made.push_back(o);
@@ -117,6 +135,20 @@ const UOp* apply_tensor_cores(const UOp* sink, const target::Target& t, std::str
   }
   if (!m->src(0)->divides(16) || !n->src(0)->divides(8) || !k->src(0)->divides(16))
     return refuse(why, "the rows, columns and reduction are not known multiples of 16, 8 and 16");
+  // the block's tile: the most rows and columns that divide (a warp's wm x wn products, the block's
+  // warps bm of them down the rows)
+  int64_t rows = 16, cols = 8;
+  for (int64_t z : kRowTiles)
+    if (m->src(0)->divides(z)) {
+      rows = z;
+      break;
+    }
+  for (int64_t z : kColumnTiles)
+    if (n->src(0)->divides(z)) {
+      cols = z;
+      break;
+    }
+  const int64_t wm = std::min<int64_t>(rows / 16, 2), bm = rows / 16 / wm, wn = cols / 8;
   Context& ctx = sink->ctx();
   const DType it = m->dtype;
   auto piece = [&](const UOp* r, int64_t size, AxisType type) {
@@ -125,41 +157,59 @@ const UOp* apply_tensor_cores(const UOp* sink, const target::Target& t, std::str
     a.sub = 0;
     return ctx.make(Op::RANGE, it, {simplify(r->src(0)->divides(size))}, a);
   };
-  const UOp* mo = piece(m, 16, AxisType::Global);
-  const UOp* no = piece(n, 8, AxisType::Global);
+  const UOp* mo = piece(m, rows, AxisType::Global);
+  const UOp* no = piece(n, cols, AxisType::Global);
   const UOp* ko = piece(k, 16, AxisType::Reduce);
   // the lane as two ids, lane = 4 g + t: t the block's x (gpu dims gives the last Local range dim 0),
-  // g its y, so a warp's lanes are its block's threads in order and no index divides the lane
+  // g its y, so a warp's lanes are its block's threads in order and no index divides the lane; the
+  // warp its z
   const int32_t axis = first_free_axis(sink);
-  const UOp* gr = ctx.make(Op::RANGE, it, {ctx.cint(8, it)}, RangeArg{axis, AxisType::Local, -1});
-  const UOp* tr = ctx.make(Op::RANGE, it, {ctx.cint(4, it)}, RangeArg{axis + 1, AxisType::Local, -1});
+  const UOp* wr = bm > 1 ? ctx.make(Op::RANGE, it, {ctx.cint(bm, it)}, RangeArg{axis, AxisType::Local, -1}) : nullptr;
+  const UOp* gr = ctx.make(Op::RANGE, it, {ctx.cint(8, it)}, RangeArg{axis + 1, AxisType::Local, -1});
+  const UOp* tr = ctx.make(Op::RANGE, it, {ctx.cint(4, it)}, RangeArg{axis + 2, AxisType::Local, -1});
   Expr g = gr, tt = tr;
   auto c = [&](int64_t v) { return Expr(ctx.cint(v, it)); };
   auto as_float = [&](const UOp* read) { return ctx.make(Op::CAST, dtypes::float32, {read}); };
-  std::vector<const UOp*> a, b;
-  for (int64_t i = 0; i < 8; ++i) {
-    Expr row = Expr(mo) * c(16) + g + c(8 * (i / 2 % 2)), col = Expr(ko) * c(16) + tt * c(2) + c(i % 2 + 8 * (i / 4));
-    a.push_back(as_float(substitute(x, {{m, row}, {k, col}})));
-  }
-  for (int64_t i = 0; i < 4; ++i) {
-    Expr row = Expr(ko) * c(16) + tt * c(2) + c(i % 2 + 8 * (i / 2)), col = Expr(no) * c(8) + g;
-    b.push_back(as_float(substitute(y, {{k, row}, {n, col}})));
-  }
+  // the first row of the warp's im-th product, the first column of its in-th
+  Expr warp_row = Expr(mo) * c(rows);
+  if (wr) warp_row = warp_row + Expr(wr) * c(16 * wm);
+  auto first_row = [&](int64_t im) { return warp_row + c(16 * im); };
+  auto first_col = [&](int64_t in) { return Expr(no) * c(cols) + c(8 * in); };
   const DType f4 = DType(dtypes::float32).vec(4);
-  const UOp* zero = ctx.cfloat(0.0, dtypes::float32);
-  const UOp* w = ctx.make(Op::WMMA, f4,
-                          {ctx.make(Op::STACK, DType(dtypes::float32).vec(8), a), ctx.make(Op::STACK, f4, b),
-                           ctx.make(Op::STACK, f4, {zero, zero, zero, zero})},
-                          Name{bf16 ? "m16n8k16.bf16" : "m16n8k16.f16"});
-  std::vector<const UOp*> stores;
-  for (int64_t i = 0; i < 4; ++i) {
-    const UOp* sum =
-        ctx.make(Op::REDUCE, dtypes::float32, {ctx.make(Op::GEP, dtypes::float32, {w}, i), ko}, red->arg());
-    Expr row = Expr(mo) * c(16) + g + c(8 * (i / 2)), col = Expr(no) * c(8) + tt * c(2) + c(i % 2);
-    stores.push_back(substitute(st, {{red, sum}, {m, row}, {n, col}}));
+  std::vector<const UOp*> a_frags, b_frags;  // each product row's A fragment, each column's B fragment
+  for (int64_t im = 0; im < wm; ++im) {
+    std::vector<const UOp*> a;
+    for (int64_t i = 0; i < 8; ++i) {
+      Expr row = first_row(im) + g + c(8 * (i / 2 % 2)), col = Expr(ko) * c(16) + tt * c(2) + c(i % 2 + 8 * (i / 4));
+      a.push_back(as_float(substitute(x, {{m, row}, {k, col}})));
+    }
+    a_frags.push_back(ctx.make(Op::STACK, DType(dtypes::float32).vec(8), a));
   }
+  for (int64_t in = 0; in < wn; ++in) {
+    std::vector<const UOp*> b;
+    for (int64_t i = 0; i < 4; ++i) {
+      Expr row = Expr(ko) * c(16) + tt * c(2) + c(i % 2 + 8 * (i / 2)), col = first_col(in) + g;
+      b.push_back(as_float(substitute(y, {{k, row}, {n, col}})));
+    }
+    b_frags.push_back(ctx.make(Op::STACK, f4, b));
+  }
+  const UOp* zero = ctx.cfloat(0.0, dtypes::float32);
+  const UOp* zeros = ctx.make(Op::STACK, f4, {zero, zero, zero, zero});
+  std::vector<const UOp*> stores;
+  for (int64_t im = 0; im < wm; ++im)
+    for (int64_t in = 0; in < wn; ++in) {
+      const UOp* w =
+          ctx.make(Op::WMMA, f4, {a_frags[size_t(im)], b_frags[size_t(in)], zeros}, Name{bf16 ? kBf16 : kF16});
+      for (int64_t i = 0; i < 4; ++i) {
+        const UOp* sum =
+            ctx.make(Op::REDUCE, dtypes::float32, {ctx.make(Op::GEP, dtypes::float32, {w}, i), ko}, red->arg());
+        Expr row = first_row(im) + g + c(8 * (i / 2)), col = first_col(in) + tt * c(2) + c(i % 2);
+        stores.push_back(substitute(st, {{red, sum}, {m, row}, {n, col}}));
+      }
+    }
   std::vector<const UOp*> src{ctx.make(Op::GROUP, dtypes::void_, stores)};
   for (const UOp* r : end->src().subspan(1)) src.push_back(r == m ? mo : r == n ? no : r);
+  if (wr) src.push_back(wr);
   src.push_back(gr);
   src.push_back(tr);
   return ctx.make(Op::SINK, dtypes::void_, {ctx.make(Op::END, dtypes::void_, src)}, sink->arg());

@@ -217,6 +217,37 @@ TEST_F(CudaTest, HalfMatmulsInWholeTilesTakeTheTensorCores) {
   compile();
 }
 
+// A database's TC (kiln gen --tune-db): the same rewrite as the heuristics', after its PADTOs; an
+// error that says why where the axis is not the reduction's or the kernel does not qualify
+TEST_F(CudaTest, ADatabasesTensorCoresApplyOrSayWhyNot) {
+  Tensor a = input("a", {20, 32}, dtypes::float16), b = input("b", {32, 13}, dtypes::float16);
+  Tensor f = input("f", {64, 32}), g = input("g", {32, 48});
+  auto compile_with = [&](const std::vector<Tensor>& outs, std::vector<codegen::Opt> opts) -> std::string {
+    schedule::Schedule s = schedule::schedule(ins, outs, "d" + std::to_string(programs++));
+    codegen::PipelineOptions o;
+    o.target = &sm80();
+    o.tuned = codegen::TunedOpts{std::move(opts), 0};
+    try {
+      std::string src = codegen::compile_to_c(s.kernels.at(0).ast, s.vars, o).source;
+      source += src;
+      ++kernels;
+      return src.find("kiln_mma_m16n8k16_f16(") != std::string::npos ? "mma" : "no mma";
+    } catch (const codegen::OptError& e) {
+      return e.what();
+    }
+  };
+  using K = codegen::Opt::Kind;
+  const Tensor half = a.cast(dtypes::float32).matmul(b.cast(dtypes::float32));
+  EXPECT_EQ(compile_with({half}, {{K::Padto, 0, 16}, {K::Padto, 1, 8}, {K::Tc, 2, 0}}), "mma");
+  EXPECT_EQ(compile_with({half}, {{K::Tc, 2, 0}}),
+            "TC(2, 0): TC: the rows, columns and reduction are not known multiples of 16, 8 and 16");
+  EXPECT_EQ(compile_with({half}, {{K::Tc, 1, 0}}),
+            "TC(1, 0): TC(<axis>, 0) names the axis of the kernel's one reduction");
+  EXPECT_EQ(compile_with({f.matmul(g)}, {{K::Tc, 2, 0}}),
+            "TC(2, 0): TC: the products are not of two float16 (or bfloat16) inputs");
+  compile();
+}
+
 TEST_F(CudaTest, MovementOps) {
   kinds::movement_ops(*this);
   compile();

@@ -236,50 +236,17 @@ void side_by_side(benchmark::State& state, KilnCall kiln_call, CpuCall cpu_call,
              std::string("x_") + (base ? base : ""));
 }
 
-void sgemm(benchmark::State& state, const Gpu* gpu) {
+// c[m, n] = a[m, k] @ b[k, n] (a, b of T, c float) through the library's `entry` on the device,
+// checked against the same entry's CPU variant, timed against `base` (cuBLAS's) where cuBLAS is here
+template <class T, class Entry, class Base>
+void gemm_row(benchmark::State& state, const Gpu* gpu, const std::vector<T>& a, const std::vector<T>& b, Entry entry,
+              Base base) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  std::vector<float> a = random_floats(size_t(m * k), 1), b = random_floats(size_t(k * n), 2);
   kiln::Status failed;
-  kiln::DeviceBuffer da = on_device(*gpu->ctx, a.size(), &a, &failed), db = on_device(*gpu->ctx, b.size(), &b, &failed),
-                     dc = on_device(*gpu->ctx, size_t(m * n), nullptr, &failed),
-                     dw = on_device(*gpu->ctx, size_t(m * n), nullptr, &failed);
-  if (!failed.ok()) return state.SkipWithError(failed.message().c_str());
-  const bool cublas = gpu->cuda != nullptr && gpu->cuda->has_cublas();
-  side_by_side(
-      state,
-      [&] {
-        return kiln_bench_gpu::sgemm(da.view<float>({m, k}), db.view<float>({k, n}), dc.view<float>({m, n}),
-                                     gpu->ctx.get());
-      },
-      [&](kiln::Context* cpu, float* want) {
-        return kiln_bench_gpu::sgemm(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
-                                     kiln::TensorView(want, {m, n}), cpu);
-      },
-      dc, size_t(m * n), cublas ? "cublas" : nullptr,
-      [&] { return gpu->cuda->sgemm(da, db, dw, int(m), int(n), int(k)); }, 2.0 * double(m) * double(n) * double(k),
-      true);
-}
-
-// float16 bits of random floats, and the floats they hold (what the CPU's reference reads)
-std::vector<kiln::float16> halves(std::vector<float>& v) {
-  std::vector<kiln::float16> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    const _Float16 x = static_cast<_Float16>(v[i]);
-    std::memcpy(&h[i].bits, &x, sizeof x);
-    v[i] = static_cast<float>(x);
-  }
-  return h;
-}
-
-void hgemm(benchmark::State& state, const Gpu* gpu) {
-  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
-  std::vector<float> fa = random_floats(size_t(m * k), 7), fb = random_floats(size_t(k * n), 8);
-  std::vector<kiln::float16> a = halves(fa), b = halves(fb);
-  kiln::Status failed;
-  kiln::DeviceBuffer da(*gpu->ctx, a.size() * 2), db(*gpu->ctx, b.size() * 2);
+  kiln::DeviceBuffer da(*gpu->ctx, a.size() * sizeof(T)), db(*gpu->ctx, b.size() * sizeof(T));
   for (auto [d, h] : {std::pair{&da, &a}, {&db, &b}}) {
     kiln::Status s = d->status();
-    if (s.ok()) s = d->upload(h->data(), h->size() * 2);
+    if (s.ok()) s = d->upload(h->data(), h->size() * sizeof(T));
     if (!s.ok() && failed.ok()) failed = s;
   }
   kiln::DeviceBuffer dc = on_device(*gpu->ctx, size_t(m * n), nullptr, &failed),
@@ -289,16 +256,40 @@ void hgemm(benchmark::State& state, const Gpu* gpu) {
   side_by_side(
       state,
       [&] {
-        return kiln_bench_gpu::hgemm(da.view<kiln::float16>({m, k}), db.view<kiln::float16>({k, n}),
-                                     dc.view<float>({m, n}), gpu->ctx.get());
+        return entry(da.view<T>({m, k}), db.view<T>({k, n}), dc.view<float>({m, n}), gpu->ctx.get());
       },
       [&](kiln::Context* cpu, float* want) {
-        return kiln_bench_gpu::hgemm(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
-                                     kiln::TensorView(want, {m, n}), cpu);
+        return entry(kiln::TensorView(a.data(), {m, k}), kiln::TensorView(b.data(), {k, n}),
+                     kiln::TensorView(want, {m, n}), cpu);
       },
-      dc, size_t(m * n), cublas ? "cublas" : nullptr,
-      [&] { return gpu->cuda->hgemm(da, db, dw, int(m), int(n), int(k)); }, 2.0 * double(m) * double(n) * double(k),
-      true);
+      dc, size_t(m * n), cublas ? "cublas" : nullptr, [&] { return base(da, db, dw, int(m), int(n), int(k)); },
+      2.0 * double(m) * double(n) * double(k), true);
+}
+
+void sgemm(benchmark::State& state, const Gpu* gpu) {
+  gemm_row(
+      state, gpu, random_floats(size_t(state.range(0) * state.range(2)), 1),
+      random_floats(size_t(state.range(2) * state.range(1)), 2),
+      [](auto a, auto b, auto c, kiln::Context* ctx) { return kiln_bench_gpu::sgemm(a, b, c, ctx); },
+      [&](auto&&... args) { return gpu->cuda->sgemm(args...); });
+}
+
+// float16 bits of random floats
+std::vector<kiln::float16> halves(const std::vector<float>& v) {
+  std::vector<kiln::float16> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const _Float16 x = static_cast<_Float16>(v[i]);
+    std::memcpy(&h[i].bits, &x, sizeof x);
+  }
+  return h;
+}
+
+void hgemm(benchmark::State& state, const Gpu* gpu) {
+  gemm_row(
+      state, gpu, halves(random_floats(size_t(state.range(0) * state.range(2)), 7)),
+      halves(random_floats(size_t(state.range(2) * state.range(1)), 8)),
+      [](auto a, auto b, auto c, kiln::Context* ctx) { return kiln_bench_gpu::hgemm(a, b, c, ctx); },
+      [&](auto&&... args) { return gpu->cuda->hgemm(args...); });
 }
 
 void bias_relu(benchmark::State& state, const Gpu* gpu) {

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # kiln with Bazel, as CI and a user run it (offline: Debian's Bazel 4 and apt-installed deps):
-#   1. kiln's own workspace: every target analysed; bazel test of kernels/ and the generated
-#      dispatch and no-heap runtime tests (KILN_BAZEL_ALL=1: of //..., the unit tests too), then
-#      again: a no-op that runs nothing;
-#   2. the files kiln_library() writes are byte-identical to kiln_add_library()'s (CMake) for
-#      the same specs and targets, when a CMake build directory is given;
-#   3. this workspace (a user's: local_repository -> kiln): bazel test //... and the app, a no-op
-#      build, and a changed spec re-runs only that spec's actions; size_budget within and over;
-#      the app cross-built for aarch64 with a user's C++ toolchain (toolchains/) and run under qemu.
+#   1. kiln's own workspace: every target analysed, and the targets, flags and objects
+#      kiln_library() picks per platform and compilation mode (aquery, cquery); KILN_BAZEL_ALL=1:
+#      bazel test //... there too (the unit tests), then again: a no-op that runs nothing;
+#   2. this workspace (a user's: local_repository -> kiln): bazel test //... with kiln's own
+#      Bazel tests (@kiln//kernels/... and the generated dispatch and no-heap runtime tests, kiln's
+#      code with -Werror: --config=werror, .bazelrc) and the app, a no-op that runs nothing, and a
+#      changed spec re-runs only that spec's actions; size_budget within and over; the app
+#      cross-built for aarch64 with a user's C++ toolchain (toolchains/) and run under qemu;
+#   3. the files kiln_library() writes are byte-identical to kiln_add_library()'s (CMake) and
+#      kiln gen's for the same specs and targets, when a CMake build directory is given.
+# (kiln's tests run here, not in kiln's workspace: each workspace has its own output base, so
+# building them there compiled the generator a second time, ~4 minutes of CI on 2 cores.)
 # Usage: tests/bazel/run.sh [<CMake build dir that built kiln_kernels and kiln_gen_test>]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -64,17 +68,17 @@ bz=(--config=offline)
 
 echo "== kiln's workspace: $root"
 cd "$root"
-# What kiln_library() users build: kiln as a tool (the exec configuration), the generated libraries,
-# their tests and the runtime's. The unit tests and //:kiln in the target configuration compile the
-# generator a second time (CMake's ctest runs the same unit tests), so only KILN_BAZEL_ALL=1 builds
-# and tests all of //...; every target is analysed either way.
-kiln_tests=(//kernels/... //tests/gen/... //tests/noheap/...)
-[[ "${KILN_BAZEL_ALL:-0}" == 1 ]] && kiln_tests=(//...)
+# Every target analyses. What kiln_library() users build (kiln as a tool, the generated libraries,
+# their tests and the runtime's) is built and tested from the consumer's workspace below; the unit
+# tests and //:kiln in the target configuration compile the generator once more (CMake's ctest runs
+# the same unit tests), so only KILN_BAZEL_ALL=1 builds and tests all of //... here.
 timed "bazel build --nobuild //... (kiln: every target analyses)" bazel build "${bz[@]}" --nobuild //...
-timed "bazel test ${kiln_tests[*]} (kiln)" bazel test "${bz[@]}" --config=werror "${kiln_tests[@]}"
-timed "no-op bazel test ${kiln_tests[*]} (kiln)" \
-  bazel test "${bz[@]}" --config=werror "${kiln_tests[@]}" --execution_log_json_file="$work/noop.json"
-check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
+if [[ "${KILN_BAZEL_ALL:-0}" == 1 ]]; then
+  timed "bazel test //... (kiln)" bazel test "${bz[@]}" --config=werror //...
+  timed "no-op bazel test //... (kiln)" \
+    bazel test "${bz[@]}" --config=werror //... --execution_log_json_file="$work/noop.json"
+  check "kiln: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
+fi
 
 # targets follow the target platform and the legacy --cpu: the x86_64 ones and cpu with the Unix
 # toolchain (this machine), aarch64-sve256, aarch64-neon and cpu on an aarch64 platform, cpu alone
@@ -88,20 +92,6 @@ check "kiln: kiln_library's targets on aarch64" "aarch64-neon aarch64-sve256 cpu
   "$(kernel_actions --platforms=//bazel:linux_aarch64)"
 check "kiln: kiln_library's targets on armv7" "armv7-neon cpu " "$(kernel_actions --platforms=//bazel:linux_armv7)"
 check "kiln: kiln_library's targets with --cpu=armeabi-v7a" "cpu " "$(kernel_actions --cpu=armeabi-v7a)"
-
-if [[ -n "$cmake_build" ]]; then
-  for lib in kernels/kiln_kernels tests/gen/kiln_gen_test; do
-    name="${lib##*/}"
-    # every file Bazel wrote, as its manifest lists them, as CMake wrote it (both output directories
-    # may keep files of older layouts)
-    check "kiln: Bazel's $name files are CMake's, byte for byte" "" \
-      "$(for f in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["files"]))' \
-        "bazel-bin/$lib/$name.manifest.json"); do
-        cmp "bazel-bin/$lib/$f" "$cmake_build/kiln-gen/$name/$f" 2>&1
-      done)"
-    check "kiln: Bazel wrote $name's files" "1" "$(ls "bazel-bin/$lib" | grep -c "^$name.manifest.json$")"
-  done
-fi
 
 # the C kernel files (the cpu target's) are compiled with -O3 (last) in every compilation mode; dbg
 # keeps its -g
@@ -139,15 +129,33 @@ echo "== the consumer workspace: $here"
 cd "$here"
 # C++ toolchains by platform, as Bazel 7 does by default: the host's, and a user's cross toolchain
 # (toolchains/: Debian's aarch64-linux-gnu-g++) for the cross build at the end. The same options
-# on every build here, so kiln (a tool, built for the host) is built once.
-bz+=(--incompatible_enable_cc_toolchain_resolution --extra_toolchains=//toolchains:aarch64_linux_gnu)
-timed "bazel test //... (consumer, cold)" bazel test "${bz[@]}" //...
+# on every build here, so kiln (a tool, built for the host) is built once; --config=werror: kiln's
+# code (external/kiln) with -Werror, as in kiln's own workspace.
+bz+=(--incompatible_enable_cc_toolchain_resolution --extra_toolchains=//toolchains:aarch64_linux_gnu --config=werror)
+all_tests=(//... @kiln//kernels/... @kiln//tests/gen/... @kiln//tests/noheap/...)
+timed "bazel test ${all_tests[*]} (consumer and kiln's tests, cold)" bazel test "${bz[@]}" "${all_tests[@]}"
 app_out="$(bazel run "${bz[@]}" //:app 2>/dev/null)"
 echo "$app_out"
 check "consumer: the app's results" "2" "$(grep -c ': ok$' <<<"$app_out")"
-timed "no-op bazel build //... (consumer)" \
-  bazel build "${bz[@]}" //... --execution_log_json_file="$work/noop.json"
-check "consumer: a no-op build runs nothing" "" "$(actions "$work/noop.json")"
+timed "no-op bazel test ${all_tests[*]}" \
+  bazel test "${bz[@]}" "${all_tests[@]}" --execution_log_json_file="$work/noop.json"
+check "consumer: a no-op build and test runs nothing" "" "$(actions "$work/noop.json")"
+
+if [[ -n "$cmake_build" ]]; then
+  bin="$(bazel info "${bz[@]}" bazel-bin 2>/dev/null)"
+  for lib in kernels/kiln_kernels tests/gen/kiln_gen_test; do
+    name="${lib##*/}"
+    out="$bin/external/kiln/$lib"
+    # every file Bazel wrote, as its manifest lists them, as CMake wrote it (both output directories
+    # may keep files of older layouts)
+    check "kiln: Bazel's $name files are CMake's, byte for byte" "" \
+      "$(for f in $(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["files"]))' \
+        "$out/$name.manifest.json"); do
+        cmp "$out/$f" "$cmake_build/kiln-gen/$name/$f" 2>&1
+      done)"
+    check "kiln: Bazel wrote $name's files" "1" "$(ls "$out" | grep -c "^$name.manifest.json$")"
+  done
+fi
 
 # a new bucket in norm.kiln: its spec and kernel actions, the library's (its kernels changed),
 # the compiles of its files, the links and the test; nothing of mlp.kiln

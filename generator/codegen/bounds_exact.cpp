@@ -68,13 +68,26 @@ Poly Prover::compute_exact(const UOp* u) {
   if (ring ? bitsize(u->dtype) < 64 && may_wrap(u) : u->saturated_below()) return monomial(atom(leaf, u));
   int64_t c = 0;
   if (const_int(u, c)) return konst(c);
+  // (a node's first visit numbers its atoms: operands are visited in order, never as two arguments
+  // of one call, whose order C++ leaves to the compiler: GCC's right to left gave atoms other numbers
+  // than Clang's, other candidate bounds, and a proof where Clang's kiln found none)
+  auto exact_both = [&](const UOp* v) -> std::pair<const Poly&, const Poly&> {
+    const Poly& a = exact(v->src(0));
+    return {a, exact(v->src(1))};
+  };
   switch (u->op) {
-    case Op::ADD:
-      return add(exact(u->src(0)), exact(u->src(1)));
-    case Op::SUB:
-      return add(exact(u->src(0)), exact(u->src(1)), -1);
-    case Op::MUL:
-      return mul(exact(u->src(0)), exact(u->src(1)));
+    case Op::ADD: {
+      auto [a, b] = exact_both(u);
+      return add(a, b);
+    }
+    case Op::SUB: {
+      auto [a, b] = exact_both(u);
+      return add(a, b, -1);
+    }
+    case Op::MUL: {
+      auto [a, b] = exact_both(u);
+      return mul(a, b);
+    }
     case Op::XOR:
       for (int i = 0; i < 2; ++i)
         if (const_int(u->src(size_t(i)), c) && c == -1) return add(konst(-1), exact(u->src(size_t(1 - i))), -1);
@@ -92,7 +105,11 @@ Poly Prover::compute_exact(const UOp* u) {
       break;
   }
   if (const UOp* q = symbolic_quotient(u)) {
-    if (is_remainder(u)) return add(exact(u->src(0)), mul(exact(u->src(1)), exact(q)), -1);
+    if (is_remainder(u)) {
+      auto [x, y] = exact_both(u);
+      const Poly& quotient = exact(q);
+      return add(x, mul(y, quotient), -1);
+    }
     if (q != u) return exact(q);
   }
   int64_t d = floor_divisor(u);
@@ -102,7 +119,8 @@ Poly Prover::compute_exact(const UOp* u) {
   if (x && !dims_only(x) && is_remainder(u) && u->op != Op::AND && !u->saturated_below() && symbolic_quotient(x) == x) {
     Op div = u->op == Op::FLOORMOD ? Op::FLOORDIV : Op::CDIV;
     const UOp* q = u->ctx().make(div, u->dtype, {x, u->src(1)});
-    return add(exact(x), exact(q), -d);
+    const Poly& dividend = exact(x);
+    return add(dividend, exact(q), -d);
   }
   // (x // y) // c of a dim expression y: x // (y * c)
   if (x && is_quotient(u) && u->op != Op::SHR && !u->saturated_below() && symbolic_quotient(x) == x) {

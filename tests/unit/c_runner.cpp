@@ -40,6 +40,11 @@ std::string make_temp_dir() {
 
 // ---------------------------------------------------------------- Library
 
+// the C compiler the tests were built with (CMake's; elsewhere, Bazel's tests, the system's cc)
+#ifndef KILN_TEST_C_COMPILER
+#define KILN_TEST_C_COMPILER "cc"
+#endif
+
 namespace {
 
 // Writes `contents` to source_path, runs `$CC <args>` (args name the source and dir/lib.so), loads
@@ -52,9 +57,11 @@ void* build_and_load(const std::string& dir, const std::string& source_path, con
     f << contents;
     if (!f) throw CompileError("cannot write " + source_path);
   }
+  // $CC is a command line of its own (e.g. "ccache gcc"), so it stays unquoted. Without it, the C
+  // compiler the tests were built with: a sanitized test binary can load only kernels built against
+  // its own compiler's sanitizer runtime (gcc's ASan in clang's is refused at load)
   const char* cc = std::getenv("CC");
-  // $CC is a command line of its own (e.g. "ccache gcc"), so it stays unquoted.
-  std::string cmd = std::string(cc && *cc ? cc : "cc") + " " + args;
+  std::string cmd = std::string(cc && *cc ? cc : KILN_TEST_C_COMPILER) + " " + args;
   int rc = std::system((cmd + " > " + shell_quote(log) + " 2>&1").c_str());
   if (rc != 0)
     throw CompileError(std::string(what) + " failed (status " + std::to_string(rc) + "): " + cmd + "\n" +

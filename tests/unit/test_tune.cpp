@@ -198,8 +198,8 @@ TEST_F(TuneGenTest, GenAppliesMatchingEntriesAndReportsStaleOnes) {
   // 16 == 0 leaves 0, 2 or 4), whose axes are numbered after the 4 of the nest that packs b's
   // blocks (pack_shared_operand)
   EXPECT_EQ(manifest_opts(plain, "sgemm[Mx16_Nx16]", "cpu"),
-            (std::vector<std::string>{"LANES(1, 8)", "UPCAST(0, 6)", "THREAD(0)", "LANES(20, 8)", "UPCAST(19, 2)",
-                                      "THREAD(19)"}));
+            (std::vector<std::string>{"LANES(1, 8)", "UPCAST(0, 6)", "THREAD(0)", "LANES(16, 8)", "UPCAST(15, 2)",
+                                      "THREAD(15)"}));
   std::vector<emit::TuneEntry> db = {
       entry(h["sgemm cpu Mx16_Nx16"], "cpu", "Mx16_Nx16",
             {{Kind::Lane, 1, 16}, {Kind::Upcast, 0, 4}, {Kind::Thread, 0, 0}}),

@@ -366,7 +366,7 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   const UOp* n = k->src(0);
   if (tile < 2) return nullptr;
   // a constant length: whole blocks only; a symbolic one (a dim): blocks where it is long, the
-  // n % tile steps past the last block in a nest of their own
+  // n % tile steps past the last block in a nest of their own (below)
   // (imax / 2 < tile, not imax < 2 * tile: a tune database's block may be any int64)
   if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() / 2 < tile) return nullptr;
   Context& ctx = sink->ctx();
@@ -383,41 +383,41 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
     for (const UOp* r : end->src().subspan(1)) src.push_back(clones.at(r));
     return ctx.make(Op::END, dtypes::void_, src);
   };
-  // the output, zeroed over its own copy of the output loops
-  const UOp* zero = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
+  // k = block * tile + step over the whole blocks; a symbolic length's n % tile steps past them
+  // (`rest`) are summed first, in a nest of their own that stores the output (their sum, or zero
+  // where there are none: a constant length has none) before the blocks add theirs. One pass over
+  // the output before the blocks, not a zeroing pass and the rest's pass after them (each a read or
+  // write of the whole output: sgemm 1024^3 with a symbolic K read and wrote C once more for a
+  // rest of no steps)
+  const UOp* blocks = n->op == Op::CONST ? ctx.cint(n->ival() / tile, k->dtype) : simplify(Expr(n) / tile);
+  const UOp* left = n->op == Op::CONST ? ctx.cint(0, k->dtype) : simplify(Expr(n) % tile);
   std::unordered_map<const UOp*, const UOp*> init_loops;
   own_nest(init_loops);
-  const UOp* init = closed(ctx.make(Op::STORE, dtypes::void_, {substitute(idx, init_loops), zero}), init_loops);
-  // k = block * tile + step; each block adds its partial sum to what the output holds
+  const UOp* step =
+      ctx.make(Op::RANGE, k->dtype, {ctx.cint(tile, k->dtype)}, RangeArg{next_axis++, AxisType::Reduce, -1});
+  const UOp* first = is_float(red->dtype) ? ctx.cfloat(0.0, red->dtype) : ctx.cint(0, red->dtype);
+  if (left->op != Op::CONST || left->ival() != 0) {
+    const UOp* rest = ctx.make(Op::RANGE, k->dtype, {left}, RangeArg{next_axis++, AxisType::Reduce, -1});
+    const UOp* tail =
+        ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, Expr(blocks) * tile + rest), rest}, red->arg());
+    first = substitute(tail, init_loops);
+  }
+  const UOp* init = closed(ctx.make(Op::STORE, dtypes::void_, {substitute(idx, init_loops), first}), init_loops);
+  // each block adds its partial sum to what the output holds
   RangeArg block_arg = k->arg<RangeArg>();
   block_arg.type = AxisType::Loop;
   block_arg.sub = 0;
-  const UOp* blocks = n->op == Op::CONST ? ctx.cint(n->ival() / tile, k->dtype) : simplify(Expr(n) / tile);
   const UOp* block = ctx.make(Op::RANGE, k->dtype, {blocks}, block_arg);
-  const UOp* step =
-      ctx.make(Op::RANGE, k->dtype, {ctx.cint(tile, k->dtype)}, RangeArg{next_axis++, AxisType::Reduce, -1});
   const UOp* kk = ctx.make(Op::ADD, k->dtype, {ctx.make(Op::MUL, k->dtype, {block, ctx.cint(tile, k->dtype)}), step});
   const UOp* partial = ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, kk), step}, red->arg());
-  // the read of what earlier blocks stored is ordered after the zeroing and inside the block loop
+  // the read of what the first nest and earlier blocks stored is ordered after them
   const UOp* before =
       ctx.make(Op::INDEX, idx->dtype, {ctx.make(Op::AFTER, out->dtype, {out, init, block}), idx->src(1)});
   const UOp* sum = ctx.make(Op::ADD, red->dtype, {before, partial});
   std::vector<const UOp*> rmw_src{ctx.make(Op::STORE, dtypes::void_, {idx, sum}), block};
   rmw_src.insert(rmw_src.end(), end->src().begin() + 1, end->src().end());
   const UOp* rmw = ctx.make(Op::END, dtypes::void_, rmw_src);
-  const UOp* left = n->op == Op::CONST ? ctx.cint(0, k->dtype) : simplify(Expr(n) % tile);
-  if (left->op == Op::CONST && left->ival() == 0) return ctx.make(Op::SINK, dtypes::void_, {init, rmw}, sink->arg());
-  // the steps past the last whole block, added after every block has been
-  const UOp* rest = ctx.make(Op::RANGE, k->dtype, {left}, RangeArg{next_axis++, AxisType::Reduce, -1});
-  const UOp* tail =
-      ctx.make(Op::REDUCE, red->dtype, {substitute(red->src(0), k, Expr(blocks) * tile + rest), rest}, red->arg());
-  std::unordered_map<const UOp*, const UOp*> rest_loops;
-  own_nest(rest_loops);
-  const UOp* rest_idx = substitute(idx, rest_loops);
-  const UOp* done = ctx.make(Op::INDEX, idx->dtype, {ctx.make(Op::AFTER, out->dtype, {out, rmw}), rest_idx->src(1)});
-  const UOp* rest_sum = ctx.make(Op::ADD, red->dtype, {done, substitute(tail, rest_loops)});
-  const UOp* last = closed(ctx.make(Op::STORE, dtypes::void_, {rest_idx, rest_sum}), rest_loops);
-  return ctx.make(Op::SINK, dtypes::void_, {init, rmw, last}, sink->arg());
+  return ctx.make(Op::SINK, dtypes::void_, {init, rmw}, sink->arg());
 }
 
 const UOp* renumber_ranges(const UOp* sink, int32_t first_axis) {

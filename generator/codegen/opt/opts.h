@@ -54,13 +54,12 @@ struct Opt {
 //     memory or tensor cores.
 const UOp* apply_opt(const UOp* sink, const Opt& opt, std::string* why = nullptr, bool local_memory = false);
 
-// Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): the output is
-// zeroed first, then for each block of `tile` steps of k the block's partial sums are added to
-// it, with the block loop outside the output loops. A block of B then stays in cache (and its
-// pages in the TLB) while every output tile uses it. A symbolic length n (a dim) runs n / tile
-// blocks, then its last n % tile steps in a nest of their own. Returns nullptr when the kernel is
-// not of that form, or a constant length is not a multiple of 2 * tile, or a symbolic one is
-// never as long as 2 * tile.
+// Tiles the reduction of a kernel that stores a plain sum (C = sum over k of ...): a first nest
+// stores the output's start (zero; for a symbolic length n, a dim, the sum of its last n % tile
+// steps), then for each block of `tile` steps of k the block's partial sums are added to it, with
+// the block loop outside the output loops. A block of B then stays in cache (and its pages in the
+// TLB) while every output tile uses it. Returns nullptr when the kernel is not of that form, or a
+// constant length is not a multiple of 2 * tile, or a symbolic one is never as long as 2 * tile.
 const UOp* tile_reduction(const UOp* sink, int64_t tile);
 
 // The operand the rows of a tiled reduction share (a matmul's B, whose rows are N elements apart),

@@ -16,8 +16,8 @@ bool has_range_type(const UOp* r, AxisType t) { return r->op == Op::RANGE && r->
 }  // namespace
 
 const UOp* pack_shared_operand(const UOp* sink) {
-  // tile_reduction's kernel: SINK(zeroing, END(STORE(out, out + REDUCE(body, step)), block, rows...,
-  // columns, lanes)[, the steps past the last block])
+  // tile_reduction's kernel: SINK(the first nest (zeros, or the steps past the last block),
+  // END(STORE(out, out + REDUCE(body, step)), block, rows..., columns, lanes))
   if (sink->nsrc() < 2 || sink->src(1)->op != Op::END || sink->src(1)->nsrc() < 5) return nullptr;
   const UOp* rmw = sink->src(1);
   const UOp *st = rmw->src(0), *block = rmw->src(1);
@@ -87,7 +87,6 @@ const UOp* pack_shared_operand(const UOp* sink) {
   inner.insert(inner.end(), outs.begin(), outs.end());
   const UOp* tiles = ctx.make(Op::END, dtypes::void_, inner);
   const UOp* per_block = ctx.make(Op::END, dtypes::void_, {ctx.make(Op::GROUP, dtypes::void_, {copy, tiles}), block});
-  // (the steps past the last block are ordered after it: they wait for the new one)
   return substitute(sink, rmw, per_block);
 }
 

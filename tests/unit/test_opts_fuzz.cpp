@@ -237,11 +237,7 @@ const UOp* dim_of(Context& ctx, const RandomProgram::DeclaredDim& d, const std::
 TEST(OptsFuzz, RandomProgramsAndOptsAgreeWithTheOracle) {
   // pairs of each run: a thousand (a seed's variants are pairs each); under the sanitizers, where a
   // run takes several times as long, the first 300
-#if defined(__SANITIZE_ADDRESS__)
-  size_t want_pairs = 300;
-#else
-  size_t want_pairs = 1000;
-#endif
+  size_t want_pairs = kiln::oclrun::kSanitized ? 300 : 1000;  // (GCC's and Clang's ASan)
   uint64_t first_seed = 0;
   bool replay = false;
   if (const char* s = std::getenv("KILN_OPTS_FUZZ_PAIRS")) want_pairs = std::stoull(s);

@@ -635,7 +635,14 @@ TEST(SpecFuzz, RandomValidSpecsPassCheckCodegenAndGen) {
   // 3,000 specs through the three paths (a few ms each), every 15th also run against the oracle;
   // the runs' kernels are compiled as one C file. Under the sanitizers (the asan preset), where
   // each takes six times as long, the first 1,000 of the same specs.
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's ASan
+#define KILN_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // Clang's
+#define KILN_TEST_ASAN 1
+#endif
+#endif
+#if defined(KILN_TEST_ASAN)
   constexpr int kSpecs = 1000;
 #else
   constexpr int kSpecs = 3000;

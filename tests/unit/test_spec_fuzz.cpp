@@ -24,6 +24,7 @@
 #include "generator/render/c.h"
 #include "generator/schedule/schedule.h"
 #include "tests/unit/c_runner.h"
+#include "tests/unit/ocl_device.h"
 #include "tests/unit/oracle.h"
 #include "tests/unit/random_program.h"
 
@@ -635,18 +636,7 @@ TEST(SpecFuzz, RandomValidSpecsPassCheckCodegenAndGen) {
   // 3,000 specs through the three paths (a few ms each), every 15th also run against the oracle;
   // the runs' kernels are compiled as one C file. Under the sanitizers (the asan preset), where
   // each takes six times as long, the first 1,000 of the same specs.
-#if defined(__SANITIZE_ADDRESS__)  // GCC's ASan
-#define KILN_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)  // Clang's
-#define KILN_TEST_ASAN 1
-#endif
-#endif
-#if defined(KILN_TEST_ASAN)
-  constexpr int kSpecs = 1000;
-#else
-  constexpr int kSpecs = 3000;
-#endif
+  constexpr int kSpecs = oclrun::kSanitized ? 1000 : 3000;  // (GCC's and Clang's ASan)
   constexpr int kRunEvery = 15;
   auto start = std::chrono::steady_clock::now();
   int failures = 0;

@@ -366,7 +366,7 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile) {
   const UOp* n = k->src(0);
   if (tile < 2) return nullptr;
   // a constant length: whole blocks only; a symbolic one (a dim): blocks where it is long, the
-  // n % tile steps past the last block in a nest of their own (below)
+  // n % tile steps past the last block summed in the nest that starts the output (below)
   // (imax / 2 < tile, not imax < 2 * tile: a tune database's block may be any int64)
   if (n->op == Op::CONST ? n->ival() % tile != 0 || n->ival() / tile < 2 : n->imax() / 2 < tile) return nullptr;
   Context& ctx = sink->ctx();

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "generator/codegen/bounds_poly.h"
+#include "generator/codegen/passes.h"
 #include "generator/ir/text.h"
 
 namespace kiln::codegen {
@@ -137,6 +138,23 @@ Poly Prover::substitute(const Poly& p, uint32_t a, const Poly& with) {
 bool Prover::above_minus_one(const Poly& p, int depth) {
   try {
     if (range_of(p).first > -p.den) return true;
+    // the runtime calls core 0 .. cores - 1: where p falls as .core grows (a core's region of a
+    // scratch of .cores regions), .core is at most .cores - 1
+    {
+      uint32_t core = ~0u, cores = ~0u;
+      for (const auto& [m, c] : p.t)
+        for (uint32_t a : m)
+          if (atoms_[a].kind == Atom::Dim && atoms_[a].node->op == Op::DEFINE_VAR) {
+            std::string_view n = atoms_[a].node->arg<VarArg>().name;
+            if (n == kCoreVar) core = a;
+            if (n == kCoresVar) cores = a;
+          }
+      bool falls = core != ~0u && cores != ~0u;
+      for (const auto& [m, c] : p.t)
+        if (std::count(m.begin(), m.end(), core) > 0) falls = falls && m.size() == 1 && c < 0;
+      if (falls && depth > 0)
+        return above_minus_one(substitute(p, core, add(monomial(cores), konst(1), -1)), depth - 1);
+    }
     // a dim d beside d // c: d = c * (d // c) + d % c, with the remainder in [0, c - 1]; again for
     // the quotients of what that leaves (K % 256 // 64 once K is 256 * (K // 256) + K % 256)
     Poly q = p;

@@ -103,8 +103,8 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts, opts.scratch);
   if (opts.optimize && !target.gpu && !opts.tuned)
-    for (const Opt& o :
-         hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads, opts.scratch))
+    for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads,
+                                                 opts.scratch, target.l2_bytes))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
   s = st.done(s, "apply opts");                    // register tiles, lanes, the thread axis, K blocks
   s = st.rewrite(s, pm_expander(), "expander");    // unroll the tile: one copy per output of the tile

@@ -167,11 +167,11 @@ const UOp* split_store_lanes(const UOp* sink) {
   return graph_rewrite(sink, pm, &sl, o);
 }
 
-NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f) {
+NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f, bool pieces) {
   if (sink->nsrc() != 1 || sink->src(0)->op != Op::END || f < 2) return {nullptr, nullptr};
   const UOp* end = sink->src(0);
   if (std::find(end->src().begin() + 1, end->src().end(), r) == end->src().end()) return {nullptr, nullptr};
-  if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop || r->arg<RangeArg>().sub >= 0)
+  if (r->op != Op::RANGE || r->arg<RangeArg>().type != AxisType::Loop || (r->arg<RangeArg>().sub >= 0 && !pieces))
     return {nullptr, nullptr};
   const UOp* n = r->src(0);
   if (n->divides(f) || n->imax() < f) return {nullptr, nullptr};

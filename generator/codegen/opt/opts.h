@@ -75,18 +75,35 @@ const UOp* tile_reduction(const UOp* sink, int64_t tile);
 // nullptr where the kernel is not of that form (no block loop, no lanes, a gated or row-varying read).
 const UOp* pack_shared_operand(const UOp* sink);
 
+// The heuristics' blocks for the caches (pack.cpp), on a tiled nest (SINK(END(STORE(out, REDUCE),
+// rows..., columns, lanes))) where the compile has a scratch: the reduction in blocks of `block`
+// steps, and the columns in chunks of `chunk` elements (whole tiles), the chunk loop outside the
+// blocks, so that a block's packed operand (block x chunk) stays in L2 while every row tile reads
+// it, and the output is read and written once a block, not once every 64 steps. Columns past the
+// last whole chunk are a nest of their own, blocked the same way. A symbolic length's steps past
+// the last block (up to block - 1) are summed in blocks of 64, packed too, and the last n % 64 in
+// the nest that starts the output. Every block's operand is packed (pack_shared_operand) into one
+// scratch. Returns nullptr where any of it does not apply (the caller then blocks by 64).
+// Measured by hand on the C of the sgemm variant (x86_64-avx512, Xeon with 1.25 MiB of L2, 1
+// thread, against OpenBLAS in the same run): blocks of 64 over all columns 0.90x at 1024^3 and
+// 0.83x at 2048^3; blocks of 256 over chunks of 512 columns 0.99x and 0.89x; blocks of 256 over
+// all columns 0.93x and 0.73x (the packed block past L2).
+inline constexpr int64_t kCacheBlock = 256;
+const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t chunk);
+
 // The cleanup tile of a symbolic (or odd) output loop. Splits the loop `r` of a kernel with one
 // loop nest (SINK(END(STORE, ranges...))) into two kernels of one nest each, which together store
 // what it stored: `first` over the largest multiple of `f` in r's end n (n / f * f iterations, a
 // known multiple of f, so LANES and UPCAST by f apply there), `rest` over the n % f iterations
 // past it. The two share ranges; renumber `rest` before joining them (join_nests). Returns
 // {nullptr, nullptr} when r is not an output loop of the nest, or f already divides n, or n is
-// never as large as f. One iteration past the tiles is no loop: `rest` stores it alone.
+// never as large as f. One iteration past the tiles is no loop: `rest` stores it alone. The outer
+// piece of a split range (LANES's tiles) only with `pieces`.
 struct NestSplit {
   const UOp* first;
   const UOp* rest;
 };
-NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f);
+NestSplit split_tail(const UOp* sink, const UOp* r, int64_t f, bool pieces = false);
 
 // Every range of `sink` again, with axes from `first_axis` on (in the order the ranges are
 // found), so that it shares no range with a kernel it is joined with.
@@ -161,16 +178,16 @@ const UOp* store_shared_term(const UOp* sink);
 // whose rows share the lanes' loads (B's columns for a matmul's rows, the input's for a
 // convolution's output channels); where the columns or rows are not a known multiple of the tile,
 // split_tail gives the tile the largest multiple and cleanup nests the rest, each optimized on its
-// own and joined (join_nests); the reduction then runs in blocks of 64 (tile_reduction), in the
-// tile's nest only; the opts returned are each nest's in turn. The lanes are up to 64, or, where 8 rows of at
-// least 2 vectors fit in all but 8 of the target's registers (AVX-512), the widest that fit (8 x 32
-// floats: LLVM spills the 34 live vectors of 8 x 64). Measured on sgemm 1024^3 (AVX-512, C): 4x16
-// gave 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80, 16x16 12 and 8x128 47 (spills). Returns the opts it
-// chose (applied to `sink`). `vector_registers` and `vector_bytes` are the target's (the
-// defaults: the cpu target's); without `threads` no loop is shared among cores.
-// `pack`: the kernel may take a scratch buffer (pack_shared_operand) that its caller lays out.
+// own and joined (join_nests); the reduction then runs in blocks, in the tile's nest only: with
+// `pack`, block_for_caches's (256 steps over chunks of the columns sized to `l2_bytes`, the target's
+// L2), else or where those do not apply tile_reduction's of 64; the opts returned are each nest's in turn. The lanes
+// are up to 64, or, where 8 rows of at least 2 vectors fit in all but 8 of the target's registers (AVX-512), the widest
+// that fit (8 x 32 floats: LLVM spills the 34 live vectors of 8 x 64). Measured on sgemm 1024^3 (AVX-512, C): 4x16 gave
+// 9 GFLOP/s, 8x16 19, 8x32 72, 8x64 80, 16x16 12 and 8x128 47 (spills). Returns the opts it chose (applied to `sink`).
+// `vector_registers` and `vector_bytes` are the target's (the defaults: the cpu target's); without `threads` no loop is
+// shared among cores. `pack`: the kernel may take a scratch buffer (pack_shared_operand) that its caller lays out.
 std::vector<Opt> hand_coded_optimizations(const UOp*& sink, int vector_registers = 16, int vector_bytes = 16,
-                                          bool threads = true, bool pack = false);
+                                          bool threads = true, bool pack = false, int64_t l2_bytes = 1 << 20);
 
 // A kernel's opts as `kiln tune` measured them (tuned.cpp): the Opt list that replaces the
 // heuristics' choice, and the block of the reduction tile_reduction makes (0: none). The rewrites

@@ -1,5 +1,6 @@
 // pack_shared_operand: the operand a tiled reduction's rows share, copied block by block into a
-// scratch buffer laid out as the tiles read it (see opts.h).
+// scratch buffer laid out as the tiles read it; block_for_caches: the heuristics' blocks of the
+// reduction and of the columns around that copy (see opts.h).
 #include <algorithm>
 
 #include "generator/codegen/opt/opts.h"
@@ -13,16 +14,24 @@ namespace {
 
 bool has_range_type(const UOp* r, AxisType t) { return r->op == Op::RANGE && r->arg<RangeArg>().type == t; }
 
-}  // namespace
+// The scratch buffer the packed nests of one kernel share: one PARAM, regions `stride` elements
+// apart, one a core where `threaded`.
+struct Scratch {
+  const UOp* buf = nullptr;
+  int64_t stride = 0;
+  bool threaded = false;
+};
 
-const UOp* pack_shared_operand(const UOp* sink) {
-  // tile_reduction's kernel: SINK(the first nest (zeros, or the steps past the last block),
-  // END(STORE(out, out + REDUCE(body, step)), block, rows..., columns, lanes))
-  if (sink->nsrc() < 2 || sink->src(1)->op != Op::END || sink->src(1)->nsrc() < 5) return nullptr;
-  const UOp* rmw = sink->src(1);
-  const UOp *st = rmw->src(0), *block = rmw->src(1);
+// One blocked nest with its shared operand packed: rmw is tile_reduction's
+// END(STORE(out, out + REDUCE(body, step)), outer..., block, rows..., columns, lanes), `outer` the
+// loops before the block (block_for_caches's column chunks). Returns the nest that copies the
+// block before the tiles, or nullptr where it is not of that form. New ranges take axes from `axis`.
+const UOp* pack_nest(const UOp* rmw, size_t outer, int32_t& axis, int32_t slot, Scratch& scratch) {
+  if (rmw->op != Op::END || rmw->nsrc() < 5 + outer) return nullptr;
+  const UOp *st = rmw->src(0), *block = rmw->src(1 + outer);
   if (st->op != Op::STORE || st->nsrc() != 2 || !has_range_type(block, AxisType::Loop)) return nullptr;
-  std::vector<const UOp*> outs(rmw->src().begin() + 2, rmw->src().end());
+  std::vector<const UOp*> around(rmw->src().begin() + 1, rmw->src().begin() + 2 + outer);  // outer..., block
+  std::vector<const UOp*> outs(rmw->src().begin() + 2 + outer, rmw->src().end());
   const UOp *lane = outs.back(), *col = outs[outs.size() - 2];
   std::vector<const UOp*> rows(outs.begin(), outs.end() - 2);
   if (!has_range_type(lane, AxisType::Lane) || lane->src(0)->op != Op::CONST || !has_range_type(col, AxisType::Loop))
@@ -44,30 +53,36 @@ const UOp* pack_shared_operand(const UOp* sink) {
     shared = u;
   }
   if (!shared) return nullptr;
-  const UOp* at = clone_range(lane, first_free_axis(sink));
-  if (std::optional<int64_t> s = step_along(shared->src(1), lane, at); !s || *s != 1) return nullptr;
+  if (std::optional<int64_t> s = step_along(shared->src(1), lane, clone_range(lane, axis)); !s || *s != 1)
+    return nullptr;
 
-  Context& ctx = sink->ctx();
-  int32_t axis = first_free_axis(sink), slot = 0;
-  for (const UOp* u : toposort(sink))
-    if (u->op == Op::PARAM) slot = std::max(slot, u->arg<ParamArg>().slot + 1);
+  Context& ctx = rmw->ctx();
   const int64_t lanes = lane->src(0)->ival(), steps = step->src(0)->ival();
   const DType it = col->dtype;
   // one region a core: the panels of the block, each `steps` rows of `lanes` elements; regions
   // as far apart as the most panels the columns have (a constant: the bounds prover's arithmetic
   // stays linear in .core), the last one as long as these dims' panels
-  Expr per_core = simplify(Expr(col->src(0)) * (steps * lanes));
   const int64_t panels_most = col->src(0)->imax();
   if (panels_most < 1 || panels_most > kPackElementsMost / (steps * lanes)) return nullptr;
-  const int64_t stride = panels_most * steps * lanes;
   // where the cores share the rows (a Thread loop), each core copies the whole block for its rows:
   // a region of its own, `.core`'s (the runtime calls core 0 .. cores - 1)
-  bool shared_rows = has_range_type(rows.front(), AxisType::Thread);
+  const bool shared_rows = has_range_type(rows.front(), AxisType::Thread);
   Expr core = shared_rows ? Expr(ctx.var(kCoreVar, 0, kMaxCores - 1)) : Expr(ctx.cint(0, it));
-  Expr cores = shared_rows ? Expr(ctx.var(kCoresVar, 1, kMaxCores)) : Expr(ctx.cint(1, it));
-  const UOp* buf = ctx.make(Op::PARAM, shared->src(0)->dtype, {simplify((cores - 1) * stride + per_core)},
-                            ParamArg{slot, -1, kPackBuffer});
-  auto at_panel = [&](Expr panel, Expr k, Expr l) { return simplify(core * stride + (panel * steps + k) * lanes + l); };
+  if (!scratch.buf) {
+    Expr cores = shared_rows ? Expr(ctx.var(kCoresVar, 1, kMaxCores)) : Expr(ctx.cint(1, it));
+    Expr per_core = simplify(Expr(col->src(0)) * (steps * lanes));
+    scratch.stride = panels_most * steps * lanes;
+    scratch.threaded = shared_rows;
+    scratch.buf = ctx.make(Op::PARAM, shared->src(0)->dtype, {simplify((cores - 1) * scratch.stride + per_core)},
+                           ParamArg{slot, -1, kPackBuffer});
+  } else if (panels_most * steps * lanes > scratch.stride || (shared_rows && !scratch.threaded) ||
+             scratch.buf->dtype != shared->src(0)->dtype) {
+    return nullptr;  // another nest's scratch, too small for this one's block
+  }
+  const UOp* buf = scratch.buf;
+  auto at_panel = [&](Expr panel, Expr k, Expr l) {
+    return simplify(core * scratch.stride + (panel * steps + k) * lanes + l);
+  };
   // the copy: none where the kernel has no rows of tiles (the cleanup nests do the work then), by
   // a loop that runs once or never around it (a product of the two ends would make the bounds
   // prover's arithmetic non-linear)
@@ -86,8 +101,120 @@ const UOp* pack_shared_operand(const UOp* sink) {
   std::vector<const UOp*> inner{substitute(st, shared, packed)};
   inner.insert(inner.end(), outs.begin(), outs.end());
   const UOp* tiles = ctx.make(Op::END, dtypes::void_, inner);
-  const UOp* per_block = ctx.make(Op::END, dtypes::void_, {ctx.make(Op::GROUP, dtypes::void_, {copy, tiles}), block});
-  return substitute(sink, rmw, per_block);
+  std::vector<const UOp*> per_block{ctx.make(Op::GROUP, dtypes::void_, {copy, tiles})};
+  per_block.insert(per_block.end(), around.begin(), around.end());
+  return ctx.make(Op::END, dtypes::void_, per_block);
+}
+
+int32_t next_slot(const UOp* sink) {
+  int32_t slot = 0;
+  for (const UOp* u : toposort(sink))
+    if (u->op == Op::PARAM) slot = std::max(slot, u->arg<ParamArg>().slot + 1);
+  return slot;
+}
+
+// tile_reduction's rmw END(STORE, block, outs...) with outs[at] (a column chunk) moved before the block
+const UOp* hoist(const UOp* rmw, size_t at) {
+  std::vector<const UOp*> src{rmw->src(0), rmw->src(2 + at), rmw->src(1)};
+  for (size_t i = 2; i < rmw->nsrc(); ++i)
+    if (i != 2 + at) src.push_back(rmw->src(i));
+  return rmw->ctx().make(Op::END, dtypes::void_, src);
+}
+
+// One nest (SINK(END(STORE, outs...))) blocked and packed: blocks of `block` steps, and the steps
+// past them in blocks of kRestBlock, each block's operand packed; outs[chunk_at] (when given) the
+// chunk loop, outside the blocks. Returns nullptr where the blocks of `block` or their packing do not
+// apply.
+constexpr int64_t kRestBlock = 64;
+const UOp* block_nest(const UOp* sink, int64_t block, std::optional<size_t> chunk_at, int32_t slot, Scratch& scratch) {
+  const UOp* t = tile_reduction(sink, block);
+  if (!t) return nullptr;
+  Context& ctx = sink->ctx();
+  const UOp *init = t->src(0), *rmw = t->src(1);
+  if (chunk_at) rmw = hoist(rmw, *chunk_at);
+  int32_t axis = first_free_axis(t);
+  // (the blocks' first: their packed block is the largest, and a new scratch is sized for it)
+  const UOp* packed = pack_nest(rmw, chunk_at ? 1 : 0, axis, slot, scratch);
+  if (!packed) return nullptr;
+  // the steps past the whole blocks (a symbolic length's, up to block - 1 of them) in blocks of
+  // their own, packed too; the first nest then stores the sum of the last n % kRestBlock (its
+  // ranges renumbered past the kernel's: tile_reduction numbers new ones from the nest's own)
+  const UOp* rest = nullptr;
+  const UOp* alone = renumber_ranges(ctx.make(Op::SINK, dtypes::void_, {init}, sink->arg()), axis);
+  if (const UOp* t2 = tile_reduction(alone, kRestBlock)) {
+    axis = std::max(axis, first_free_axis(t2));
+    const UOp* rmw2 = chunk_at ? hoist(t2->src(1), *chunk_at) : t2->src(1);
+    rest = pack_nest(rmw2, chunk_at ? 1 : 0, axis, slot, scratch);
+    if (!rest) return nullptr;
+    init = t2->src(0);
+  }
+  // the blocks add to what the rest's blocks stored: their read of the output comes after them
+  if (rest) packed = substitute(packed, t->src(0), rest);
+  std::vector<const UOp*> nests{init};
+  if (rest) nests.push_back(rest);
+  nests.push_back(packed);
+  return ctx.make(Op::SINK, dtypes::void_, nests, sink->arg());
+}
+
+}  // namespace
+
+const UOp* pack_shared_operand(const UOp* sink) {
+  // tile_reduction's kernel: SINK(the first nest (zeros, or the steps past the last block),
+  // END(STORE(out, out + REDUCE(body, step)), block, rows..., columns, lanes))
+  if (sink->nsrc() < 2) return nullptr;
+  Scratch scratch;
+  int32_t axis = first_free_axis(sink);
+  const UOp* packed = pack_nest(sink->src(1), 0, axis, next_slot(sink), scratch);
+  return packed ? substitute(sink, sink->src(1), packed) : nullptr;
+}
+
+const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t chunk) {
+  if (sink->nsrc() != 1 || sink->src(0)->op != Op::END || sink->src(0)->nsrc() < 4) return nullptr;
+  const UOp* end = sink->src(0);
+  const UOp *lane = end->src(end->nsrc() - 1), *col = end->src(end->nsrc() - 2);
+  if (!has_range_type(lane, AxisType::Lane) || lane->src(0)->op != Op::CONST || !has_range_type(col, AxisType::Loop))
+    return nullptr;
+  const size_t col_at = end->nsrc() - 3;  // among the output loops
+  // the columns in chunks of `per_chunk` tiles where they may be more: the largest multiple of a
+  // chunk in chunks, the tiles past it in a nest of their own
+  const int64_t per_chunk = chunk / lane->src(0)->ival();
+  struct Part {
+    const UOp* sink;
+    bool chunked;
+  };
+  std::vector<Part> parts{{sink, false}};
+  if (per_chunk >= 2 && col->src(0)->imax() > per_chunk) {
+    const UOp *whole = sink, *past = nullptr;
+    if (!col->src(0)->divides(per_chunk)) {
+      NestSplit s = split_tail(sink, col, per_chunk, true);
+      if (!s.first) return nullptr;
+      whole = s.first, past = s.rest;
+    }
+    const UOp* c = whole->src(0)->src(whole->src(0)->nsrc() - 2);
+    Context& ctx = sink->ctx();
+    RangeArg chunk_arg = c->arg<RangeArg>();
+    chunk_arg.sub = 0;
+    const UOp* chunks = ctx.make(Op::RANGE, c->dtype, {simplify(c->src(0)->divides(per_chunk))}, chunk_arg);
+    const UOp* tiles = ctx.make(Op::RANGE, c->dtype, {ctx.cint(per_chunk, c->dtype)},
+                                RangeArg{first_free_axis(whole), AxisType::Loop, -1});
+    whole = replace_ranges(whole, {{c, RangeReplacement{Expr(chunks) * per_chunk + tiles, {chunks, tiles}}}});
+    parts = {{whole, true}};
+    if (past && past->op == Op::SINK && past->nsrc() == 1 && past->src(0)->op == Op::END)
+      parts.push_back({past, false});
+    else if (past)
+      return nullptr;
+  }
+  // the chunked nest first: its blocks are the largest, and the scratch is sized for them
+  Scratch scratch;
+  const int32_t slot = next_slot(sink);
+  const UOp* out = nullptr;
+  for (const Part& p : parts) {
+    const UOp* s = out ? renumber_ranges(p.sink, first_free_axis(out)) : p.sink;
+    const UOp* b = block_nest(s, block, p.chunked ? std::optional<size_t>(col_at) : std::nullopt, slot, scratch);
+    if (!b) return nullptr;
+    out = out ? join_nests(out, b) : b;
+  }
+  return out;
 }
 
 }  // namespace kiln::codegen

@@ -257,3 +257,27 @@ TEST_F(BoundsTest, AVectorAccessCountsEveryLane) {
   EXPECT_EQ(count(bad, How::Unproven, "x"), loads);
   EXPECT_EQ(count(bad, How::Unproven), loads);
 }
+
+TEST_F(BoundsTest, AScratchRegionPerCoreIsProvedByRanges) {
+  // a packed matmul (block_for_caches): each core copies B's blocks into its own region of the
+  // scratch, .core * stride + ..., in a buffer of .cores regions. The prover's .core <= .cores - 1
+  // proves those accesses without Z3; one element further is outside for the last core.
+  const UOp* m = ctx.var("M", 1, 4096);
+  const UOp* k = ctx.var("K", 1, 4096);
+  const UOp* n = ctx.var("N", 1, 4096);
+  Tensor a = input("a", {m, k}), b = input("b", {k, n});
+  schedule::Schedule s = schedule_of({a.matmul(b)});
+  for (const char* t : {"x86_64-avx2", "x86_64-avx512"}) {
+    codegen::PipelineOptions po;
+    po.target = target::find(t);
+    po.scratch = true;
+    const UOp* sink = codegen::full_rewrite_to_sink(s.kernels[0].ast, po);
+    std::vector<AccessProof> ps = codegen::prove_bounds(sink);
+    EXPECT_GT(count(ps, How::Ranges, ".pack"), 0u) << t;
+    EXPECT_EQ(count(ps, How::Ranges), ps.size()) << t;
+    const UOp* past =
+        with_address(sink, ".pack", [](const UOp* i) { return i->alu(Op::ADD, i->const_like(int64_t(1))); });
+    ASSERT_NE(past, nullptr);
+    EXPECT_GT(count(codegen::prove_bounds(past), How::Unproven, ".pack"), 0u) << t;
+  }
+}

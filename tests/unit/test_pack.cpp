@@ -2,7 +2,7 @@
 // into a scratch buffer of one region per core. The kernel is called as the dispatch calls it:
 // the schedule's buffers, then a scratch of exactly (cores - 1) * stride + one region's bytes
 // (CKernel::scratch_*), once per core, against the float64 oracle on random inputs with the
-// output poisoned first, at shapes around the tiles, the blocks (256 steps, and 64 past them),
+// output poisoned first, at shapes around the tiles, the blocks (256 steps, and the steps past them),
 // the column chunks and the regions.
 #include <gtest/gtest.h>
 

@@ -81,13 +81,12 @@ const UOp* pack_shared_operand(const UOp* sink);
 // blocks, so that a block's packed operand (block x chunk) stays in L2 while every row tile reads
 // it, and the output is read and written once a block, not once every 64 steps. Columns past the
 // last whole chunk are a nest of their own, blocked the same way. A symbolic length's steps past
-// the last block (up to block - 1) are summed in blocks of 64, packed too, and the last n % 64 in
-// the nest that starts the output. Every block's operand is packed (pack_shared_operand) into one
-// scratch. Returns nullptr where any of it does not apply (the caller then blocks by 64).
-// Measured by hand on the C of the sgemm variant (x86_64-avx512, Xeon with 1.25 MiB of L2, 1
-// thread, against OpenBLAS in the same run): blocks of 64 over all columns 0.90x at 1024^3 and
-// 0.83x at 2048^3; blocks of 256 over chunks of 512 columns 0.99x and 0.89x; blocks of 256 over
-// all columns 0.93x and 0.73x (the packed block past L2).
+// the last block (up to block - 1) are summed in the nest that starts the output, which packs them
+// as one block of its own. Every block's operand is packed (pack_shared_operand) into one scratch. Returns nullptr
+// where any of it does not apply (the caller then blocks by 64). Measured by hand on the C of the sgemm variant
+// (x86_64-avx512, Xeon with 1.25 MiB of L2, 1 thread, against OpenBLAS in the same run): blocks of 64 over all columns
+// 0.90x at 1024^3 and 0.83x at 2048^3; blocks of 256 over chunks of 512 columns 0.99x and 0.89x; blocks of 256 over all
+// columns 0.93x and 0.73x (the packed block past L2).
 inline constexpr int64_t kCacheBlock = 256;
 const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t chunk);
 

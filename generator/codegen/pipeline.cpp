@@ -36,9 +36,10 @@ class Stages {
 };
 
 // kiln tune's opts in the heuristics' place; OptError where one does not apply
-const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string>* applied, bool scratch) {
+const UOp* apply_tuned(const UOp* s, const TunedOpts& t, std::vector<std::string>* applied, bool scratch,
+                       int64_t l2_bytes) {
   std::string why;
-  const UOp* r = apply_tuned_opts(s, t, &why, scratch);
+  const UOp* r = apply_tuned_opts(s, t, &why, scratch, l2_bytes);
   if (!r) throw OptError(why);
   if (applied)
     for (const Opt& o : t.opts) applied->push_back(o.str());
@@ -101,7 +102,8 @@ const UOp* full_rewrite_to_sink(const UOp* ast, const PipelineOptions& opts) {
   if (opts.optimize && target.gpu && !opts.tuned)  // one work item per output element, or a group per long reduction
     for (const Opt& o : gpu_optimizations(s, target))
       if (opts.applied_opts) opts.applied_opts->push_back(o.str());
-  if (opts.optimize && !target.gpu && opts.tuned) s = apply_tuned(s, *opts.tuned, opts.applied_opts, opts.scratch);
+  if (opts.optimize && !target.gpu && opts.tuned)
+    s = apply_tuned(s, *opts.tuned, opts.applied_opts, opts.scratch, target.l2_bytes);
   if (opts.optimize && !target.gpu && !opts.tuned)
     for (const Opt& o : hand_coded_optimizations(s, target.vector_registers, target.vector_bytes, target.threads,
                                                  opts.scratch, target.l2_bytes))

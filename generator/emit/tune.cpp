@@ -109,7 +109,9 @@ class Tuner {
 
 std::optional<Candidate> Tuner::make(const UOp* sink0, const TunedOpts& search) const {
   Candidate c{search, search, nullptr};
-  const UOp* s = codegen::apply_tuned_opts(sink0, search);
+  // as build() compiles it: with the scratch (its blocks packed, over chunks of the columns)
+  const bool pack = !target_->gpu;
+  const UOp* s = codegen::apply_tuned_opts(sink0, search, nullptr, pack, target_->l2_bytes);
   if (!s) return std::nullopt;
   if (target_->threads) {
     // THREAD on the outermost loop after the others, as the heuristics place it
@@ -122,7 +124,7 @@ std::optional<Candidate> Tuner::make(const UOp* sink0, const TunedOpts& search) 
     for (const Opt& o : search.opts) pre = codegen::apply_opt(pre, o);
     if (pre && pre->nsrc() == 1 && pre->src(0)->op == Op::END && codegen::mark_thread_axis(pre)) {
       probe.opts.push_back({Opt::Kind::Thread, pre->src(0)->src(1)->arg<RangeArg>().axis, 0});
-      if (const UOp* with = codegen::apply_tuned_opts(sink0, probe)) {
+      if (const UOp* with = codegen::apply_tuned_opts(sink0, probe, nullptr, pack, target_->l2_bytes)) {
         c.full = probe;
         s = with;
       }

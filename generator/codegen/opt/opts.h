@@ -203,7 +203,9 @@ std::optional<Opt> parse_opt(std::string_view text);
 
 // Applies `t` to a kernel AST as hand_coded_optimizations applies its own choice. Returns nullptr,
 // with the reason in `why` where given, when an opt or the reduction block does not apply.
-// `pack` as for hand_coded_optimizations: the reduction's blocks pack their shared operand.
-const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why = nullptr, bool pack = false);
+// `pack` as for hand_coded_optimizations: the reduction's blocks pack their shared operand, and
+// are block_for_caches's over chunks of the columns sized to `l2_bytes` (the target's L2) where those apply.
+const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why = nullptr, bool pack = false,
+                            int64_t l2_bytes = 1 << 20);
 
 }  // namespace kiln::codegen

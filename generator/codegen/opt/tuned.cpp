@@ -38,7 +38,7 @@ std::optional<Opt> parse_opt(std::string_view text) {
   return std::nullopt;
 }
 
-const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why, bool pack) {
+const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* why, bool pack, int64_t l2_bytes) {
   bool reduces = false;
   for (const UOp* u : toposort(sink)) reduces |= u->op == Op::REDUCE;
   // as the heuristics: softmax's shared term first, so the opts see the kernel they saw
@@ -51,6 +51,14 @@ const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* wh
   sink = split_store_lanes(sink);
   if (!reduces) return sink;
   if (t.reduce_block > 0) {
+    // with a scratch, the heuristics' blocks (block_for_caches: the columns in chunks whose packed
+    // block takes a quarter of L2); else, or where those do not apply, blocks over all columns
+    const UOp* nest = sink->nsrc() == 1 && sink->src(0)->op == Op::END ? sink->src(0)->src(0) : nullptr;
+    const int64_t item = nest && nest->op == Op::STORE ? itemsize(nest->src(1)->dtype) : 0;
+    if (const UOp* c = pack && item > 0 && t.reduce_block <= l2_bytes / 4 / item
+                           ? block_for_caches(sink, t.reduce_block, l2_bytes / 4 / (t.reduce_block * item))
+                           : nullptr)
+      return split_reduce_lanes(c, 64);
     const UOp* s = tile_reduction(sink, t.reduce_block);
     if (!s) {
       if (why) *why = "the reduction cannot be tiled in blocks of " + std::to_string(t.reduce_block);

@@ -12,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "generator/codegen/opt/opts.h"
 #include "generator/codegen/passes.h"
 #include "generator/codegen/pipeline.h"
 #include "generator/ir/text.h"
@@ -100,6 +101,38 @@ TEST(Pack, AMatmulsBlocksArePackedPerCoreAndExact) {
               << name << " M=" << mm << " N=" << nn << " K=" << kk << " cores=" << cores << " at " << j;
       }
     }
+  }
+}
+
+TEST(Pack, ADatabasesBlockOf256IsTheHeuristicsBlocks) {
+  // a database entry with the heuristics' opts and their block (256) makes the heuristics' kernel:
+  // the same chunks of the columns, the same packed blocks (kiln tune then starts its search there)
+  Context ctx;
+  const UOp* k = ctx.var("K", 1, 4096);
+  Tensor a = Tensor::input(ctx, "a", dtypes::float32, {ctx.cint(48), k});  // 48: whole tiles of 6 and 8 rows
+  Tensor b = Tensor::input(ctx, "b", dtypes::float32, {k, ctx.cint(1024)});
+  std::vector<Tensor> ins{a, b}, outs{a.matmul(b)};
+  schedule::Schedule s = schedule::schedule(ins, outs, "k");
+  for (const char* name : {"x86_64-avx2", "x86_64-avx512"}) {
+    const target::Target& t = *target::find(name);
+    const UOp *before = nullptr, *heuristic = nullptr;
+    std::vector<std::string> applied;
+    codegen::PipelineOptions po;
+    po.target = &t;
+    po.scratch = true;
+    po.applied_opts = &applied;
+    po.after_stage = [&](std::string_view stage, const UOp* sink) {
+      if (stage == "simplify ranges") before = sink;
+      if (stage == "apply opts") heuristic = sink;
+    };
+    codegen::full_rewrite_to_sink(s.kernels[0].ast, po);
+    ASSERT_NE(heuristic, nullptr);
+    codegen::TunedOpts tuned{{}, codegen::kCacheBlock};
+    for (const std::string& o : applied) tuned.opts.push_back(*codegen::parse_opt(o));
+    std::string why;
+    EXPECT_EQ(codegen::apply_tuned_opts(before, tuned, &why, true, t.l2_bytes), heuristic) << name << why;
+    // over all 1024 columns (one chunk of all of them): another kernel
+    EXPECT_NE(codegen::apply_tuned_opts(before, tuned, &why, true, 1024 * 256 * 4 * 4 * 2), heuristic) << name;
   }
 }
 

@@ -269,8 +269,7 @@ std::vector<Opt> optimize(const UOp*& sink, int vector_registers, int vector_byt
   // (unpacked, 1 thread, AVX-512 Xeon: 0.66x OpenBLAS at 2048^3 against 0.58x with blocks of 128
   // and 0.39x with 256 over all columns)
   if (rows_share && block_k && !applied.empty()) {
-    const int64_t chunk = item > 0 ? l2_bytes / 4 / (kCacheBlock * item) : 0;
-    if (const UOp* s = pack && chunk > 0 ? block_for_caches(sink, kCacheBlock, chunk) : nullptr) {
+    if (const UOp* s = pack ? block_for_caches(sink, kCacheBlock, l2_bytes) : nullptr) {
       sink = s;
     } else if (const UOp* t = tile_reduction(sink, 64)) {
       sink = t;

@@ -77,8 +77,8 @@ const UOp* pack_shared_operand(const UOp* sink);
 
 // The heuristics' blocks for the caches (pack.cpp), on a tiled nest (SINK(END(STORE(out, REDUCE),
 // rows..., columns, lanes))) where the compile has a scratch: the reduction in blocks of `block`
-// steps, and the columns in chunks of `chunk` elements (whole tiles), the chunk loop outside the
-// blocks, so that a block's packed operand (block x chunk) stays in L2 while every row tile reads
+// steps, and the columns in chunks (whole tiles) whose packed block (block x chunk) takes a quarter
+// of `l2_bytes`, the chunk loop outside the blocks, so that the block stays in L2 while every row tile reads
 // it, and the output is read and written once a block, not once every 64 steps. Columns past the
 // last whole chunk are a nest of their own, blocked the same way. A symbolic length's steps past
 // the last block (up to block - 1) are summed in the nest that starts the output, which packs them
@@ -88,7 +88,7 @@ const UOp* pack_shared_operand(const UOp* sink);
 // 0.90x at 1024^3 and 0.83x at 2048^3; blocks of 256 over chunks of 512 columns 0.99x and 0.89x; blocks of 256 over all
 // columns 0.93x and 0.73x (the packed block past L2).
 inline constexpr int64_t kCacheBlock = 256;
-const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t chunk);
+const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t l2_bytes);
 
 // The cleanup tile of a symbolic (or odd) output loop. Splits the loop `r` of a kernel with one
 // loop nest (SINK(END(STORE, ranges...))) into two kernels of one nest each, which together store

@@ -167,9 +167,14 @@ const UOp* pack_shared_operand(const UOp* sink) {
   return packed ? substitute(sink, sink->src(1), packed) : nullptr;
 }
 
-const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t chunk) {
+const UOp* block_for_caches(const UOp* sink, int64_t block, int64_t l2_bytes) {
   if (sink->nsrc() != 1 || sink->src(0)->op != Op::END || sink->src(0)->nsrc() < 4) return nullptr;
   const UOp* end = sink->src(0);
+  if (end->src(0)->op != Op::STORE || block < 1) return nullptr;
+  // a chunk's packed block (block x chunk elements) takes a quarter of L2
+  const int64_t item = itemsize(end->src(0)->src(1)->dtype);
+  if (item < 1 || block > l2_bytes / 4 / item) return nullptr;
+  const int64_t chunk = l2_bytes / 4 / (block * item);
   const UOp *lane = end->src(end->nsrc() - 1), *col = end->src(end->nsrc() - 2);
   if (!has_range_type(lane, AxisType::Lane) || lane->src(0)->op != Op::CONST || !has_range_type(col, AxisType::Loop))
     return nullptr;

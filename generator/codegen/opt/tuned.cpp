@@ -53,11 +53,7 @@ const UOp* apply_tuned_opts(const UOp* sink, const TunedOpts& t, std::string* wh
   if (t.reduce_block > 0) {
     // with a scratch, the heuristics' blocks (block_for_caches: the columns in chunks whose packed
     // block takes a quarter of L2); else, or where those do not apply, blocks over all columns
-    const UOp* nest = sink->nsrc() == 1 && sink->src(0)->op == Op::END ? sink->src(0)->src(0) : nullptr;
-    const int64_t item = nest && nest->op == Op::STORE ? itemsize(nest->src(1)->dtype) : 0;
-    if (const UOp* c = pack && item > 0 && t.reduce_block <= l2_bytes / 4 / item
-                           ? block_for_caches(sink, t.reduce_block, l2_bytes / 4 / (t.reduce_block * item))
-                           : nullptr)
+    if (const UOp* c = pack ? block_for_caches(sink, t.reduce_block, l2_bytes) : nullptr)
       return split_reduce_lanes(c, 64);
     const UOp* s = tile_reduction(sink, t.reduce_block);
     if (!s) {
